@@ -1,0 +1,61 @@
+"""The one `grokray` command: `run | sweep | status | groups | analyze`.
+
+Each subcommand lives in its own module exposing `add_parser(subparsers)` (which registers the
+subcommand and sets `func`) and a `main(args) -> int`. This file only wires them together, so
+that importing the CLI stays cheap: heavy imports (torch, ray, matplotlib) happen inside `main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from grokray.errors import GrokrayError
+
+# subcommand name -> module that implements it
+COMMANDS = {
+    "run": "grokray.commands.run",
+    "sweep": "grokray.commands.sweep",
+    "status": "grokray.commands.status",
+    "groups": "grokray.commands.groups",
+    "analyze": "analysis.cli",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from grokray import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="grokray",
+        description="Distributed sweeps for grokking research (FORGE, geometric bias, RFM).",
+    )
+    parser.add_argument("--version", action="version", version=f"grokray {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, module in COMMANDS.items():
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:  # a subcommand not built yet must not break the rest
+            if exc.name and module.startswith(exc.name):
+                continue
+            raise
+        mod.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except GrokrayError as exc:
+        print(f"grokray {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("grokray: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
