@@ -1,0 +1,156 @@
+"""`grokray analyze scaling|signtest|speedup|phase|curves|report OUT/SWEEP... [options]`.
+
+Each table command loads the sweep output dirs, computes a frozen result, prints its tables
+(`--format md|csv|tex|json`) and, with `--plot FILE.png`, draws it. `report` writes one Markdown
+file with every table and plot that applies. Heavy imports (pandas, statsmodels, matplotlib)
+happen inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+FORMATS = ("md", "csv", "tex", "json")
+
+
+def _common(p: argparse.ArgumentParser, plot: bool = True) -> None:
+    p.add_argument("paths", nargs="+", metavar="OUT/SWEEP", help="sweep output dir(s)")
+    p.add_argument("--where", action="append", metavar="KEY=VALUE",
+                   help="keep only rows with this column value (repeatable), e.g. group=S4")
+    p.add_argument("--format", choices=FORMATS, default="md", help="table format (default md)")
+    if plot:
+        p.add_argument("--plot", metavar="FILE.png", help="also draw the result to this PNG")
+
+
+def _boot(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                   help="bootstrap resamples (default 1000; 0 turns it off)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap RNG seed (default 0)")
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register `analyze` and its sub-subcommands."""
+    p = subparsers.add_parser(
+        "analyze", help="tables and plots from sweep outputs (Parquet)",
+        description="Analyze sweep outputs: power law, sign test, speedup, phase, curves, report.",
+    )
+    sub = p.add_subparsers(dest="analysis", metavar="ANALYSIS")
+    sub.required = True
+
+    s = sub.add_parser("scaling", help="power law grok_step = c*|G|^alpha per arm")
+    _common(s)
+    s.add_argument("--arms", nargs="+", metavar="ARM", help="arms to fit (default: all)")
+    s.add_argument("--by", default="arm", help="column to split fits by (default arm)")
+    s.add_argument("--medians", action="store_true", help="fit per-group medians, not per-seed")
+    s.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                   help="test whether alpha differs between two arms (interaction term)")
+    _boot(s)
+
+    s = sub.add_parser("signtest", help="paired sign test + Wilcoxon between two arms")
+    _common(s)
+    s.add_argument("--arms", nargs=2, required=True, metavar=("A", "B"),
+                   help="the two arms; differences are A - B")
+    s.add_argument("--metric", default="grok_step", help="column to compare (default grok_step)")
+    s.add_argument("--alternative", choices=("two-sided", "greater", "less"),
+                   default="two-sided", help="greater: A tends to be larger than B")
+    s.add_argument("--pair-by", nargs="+", metavar="COL",
+                   help="columns identifying a pair (default: group seed)")
+
+    s = sub.add_parser("speedup", help="median grok step, k/n and speedup vs a baseline arm")
+    _common(s)
+    s.add_argument("--baseline", default="mlp", help="baseline arm (default mlp)")
+    s.add_argument("--arms", nargs="+", metavar="ARM", help="arms to show (default: all)")
+    s.add_argument("--by", default="group", help="row grouping column (default group)")
+    s.add_argument("--long", action="store_true", help="one row per (group, arm)")
+    _boot(s)
+
+    s = sub.add_parser("phase", help="capacity-lift phase diagram over rank R and width d")
+    _common(s)
+    s.add_argument("--rank-col", default="model_rank", help="rank column (default model_rank)")
+    s.add_argument("--d-col", default="model_d", help="width column (default model_d)")
+
+    s = sub.add_parser("curves", help="val acc vs step: median and band per arm")
+    _common(s)
+    s.add_argument("--metric", default="val_acc", help="curve column (default val_acc)")
+    s.add_argument("--arms", nargs="+", metavar="ARM", help="arms to show (default: all)")
+    s.add_argument("--threshold", type=float, default=0.99,
+                   help="level for the first-crossing step (default 0.99)")
+
+    s = sub.add_parser("report", help="one Markdown report with every table and plot")
+    s.add_argument("paths", nargs="+", metavar="OUT/SWEEP", help="sweep output dir(s)")
+    s.add_argument("-o", "--output", metavar="REPORT.md",
+                   help="report path (default: OUT/SWEEP/report/report.md of the first sweep)")
+    _boot(s)
+
+    p.set_defaults(func=main)
+    return p
+
+
+def _compute(args: argparse.Namespace):
+    from analysis.load import load, parse_where, select
+
+    sweep = load(args.paths)
+    where = parse_where(args.where)
+    trials = select(sweep.trials, where)
+    a = args.analysis
+    if a == "scaling":
+        from analysis.powerlaw import compare_alpha, scaling
+        from analysis.tables import scaling_tables
+
+        res = scaling(trials, arms=args.arms, by=args.by, medians=args.medians,
+                      n_boot=args.bootstrap, seed=args.seed)
+        cmp = (compare_alpha(trials, *args.compare, by=args.by, medians=args.medians)
+               if args.compare else None)
+        return res, scaling_tables(res, cmp)
+    if a == "signtest":
+        from analysis.signtest import sign_test
+
+        res = sign_test(trials, args.metric, *args.arms, alternative=args.alternative,
+                        pair_by=tuple(args.pair_by) if args.pair_by else None)
+    elif a == "speedup":
+        from analysis.speedup import speedup_table
+        from analysis.tables import speedup_tables
+
+        res = speedup_table(trials, args.baseline, arms=args.arms, by=args.by,
+                            n_boot=args.bootstrap, seed=args.seed)
+        return res, speedup_tables(res, wide=not args.long and args.format in ("md", "tex"))
+    elif a == "phase":
+        from analysis.phase import phase_diagram
+
+        res = phase_diagram(trials, rank_col=args.rank_col, d_col=args.d_col)
+    elif a == "curves":
+        from analysis.curves import curve_bands
+
+        C = sweep.curves
+        if where and not C.empty:  # filter on any trial column: keep the selected configs
+            C = C[C["config_hash"].isin(trials["config_hash"])]
+        res = curve_bands(C, metric=args.metric, arms=args.arms, threshold=args.threshold)
+    else:  # pragma: no cover - argparse restricts the choices
+        raise ValueError(a)
+    from analysis.tables import tables_of
+
+    return res, tables_of(res)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run one analysis; print its tables (and write its plot / report)."""
+    if args.analysis == "report":
+        from pathlib import Path
+
+        from analysis.report import build_report
+
+        out = args.output or Path(args.paths[0]) / "report" / "report.md"
+        path = build_report(args.paths, out, n_boot=args.bootstrap, seed=args.seed)
+        print(f"wrote {path}")
+        return 0
+    from analysis.tables import render
+
+    res, tables = _compute(args)
+    sys.stdout.write(render(tables, args.format))
+    if args.plot:
+        from analysis.plots import plot
+
+        path = plot(res, args.plot)
+        print(f"wrote {path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,190 @@
+"""One Markdown report (with PNGs beside it) for one or several sweep outputs: every table and
+plot that applies, and the papers' numbers beside the measured ones where a sweep matches.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import papers
+from analysis.curves import curve_bands
+from analysis.errors import AnalysisError
+from analysis.load import Sweep, load
+from analysis.phase import phase_diagram
+from analysis.plots import plot
+from analysis.powerlaw import scaling
+from analysis.signtest import sign_test
+from analysis.speedup import ablation_order, speedup_table
+from analysis.tables import Table, fmt, tables_of, to_markdown
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A paper number and the number this sweep measured for it."""
+
+    number: papers.PaperNumber
+    """The published number."""
+    measured: float
+    """The measured value (NaN when it could not be computed)."""
+    detail: str
+    """How it was measured (counts, interval)."""
+
+
+def _speedup_of(trials: pd.DataFrame, group: str, arm: str, base: str, n_boot: int, seed: int):
+    sub = trials[trials["group"].astype(str) == group]
+    res = speedup_table(sub, base, arms=[arm], n_boot=n_boot, seed=seed)
+    row = next(r for r in res.rows if r.arm == arm)
+    lo, hi = row.speedup_ci
+    bound = " (lower bound: baseline censored)" if row.lower_bound else ""
+    detail = f"{row.k}/{row.n} grokked, 95% CI [{fmt(lo)}, {fmt(hi)}]{bound}"
+    return row.speedup, detail
+
+
+def paper_comparisons(trials: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0):
+    """Every paper number this sweep's rows can be compared with."""
+    out: list[Comparison] = []
+    arms = set(trials["arm"].astype(str))
+    groups = set(trials["group"].astype(str)) if "group" in trials else set()
+    for g, items in papers.SPEEDUPS.items():
+        for arm, base, num in items:
+            if g in groups and {arm, base} <= arms:
+                try:
+                    v, detail = _speedup_of(trials, g, arm, base, n_boot, seed)
+                except AnalysisError as exc:
+                    v, detail = math.nan, f"not computed: {exc}"
+                out.append(Comparison(num, v, detail))
+    fails = trials[(trials["arm"] == "mlp") & trials["group"].isin(papers.MLP_FAIL_GROUPS)] \
+        if "group" in trials else trials.iloc[:0]
+    if len(fails):
+        k = int((fails["status"] == "grokked").sum())
+        out.append(Comparison(papers.MLP_FAILS, k / len(fails), f"{k}/{len(fails)} grokked"))
+    if papers.SCALING_ARM in arms and "group_order" in trials:
+        try:
+            f = scaling(trials, arms=[papers.SCALING_ARM], n_boot=n_boot, seed=seed).fits[0]
+            info = f"{f.n_groups} groups, {f.n_points} points, {f.n_censored} censored"
+            out.append(Comparison(papers.SCALING[0], f.c, f"95% CI [{fmt(f.c_ci[0])}, "
+                                  f"{fmt(f.c_ci[1])}]; {info}"))
+            out.append(Comparison(papers.SCALING[1], f.alpha, f"95% CI [{fmt(f.alpha_ci[0])}, "
+                                  f"{fmt(f.alpha_ci[1])}]; {info}"))
+            out.append(Comparison(papers.SCALING[2], f.r2, info))
+        except AnalysisError:
+            pass
+    if papers.EFF_MODES_METRIC in trials and {"forge", "mlp"} <= arms:
+        try:
+            s = sign_test(trials, papers.EFF_MODES_METRIC, "forge", "mlp", alternative="greater")
+            out.append(Comparison(papers.EFF_MODES[0], s.median_a, f"median over {s.n_pairs}"))
+            out.append(Comparison(papers.EFF_MODES[1], s.median_b, f"median over {s.n_pairs}"))
+            out.append(Comparison(papers.EFF_MODES[2], s.p_sign,
+                                  f"one-sided, {s.n_pos}/{s.n_pos + s.n_neg} forge > mlp"))
+        except AnalysisError:
+            pass
+    if {"model_rank", "model_d"} <= set(trials) and groups == {papers.CAPACITY_GROUP}:
+        try:
+            ph = phase_diagram(trials)
+            lo, hi = ph.threshold_ci
+            out.append(Comparison(papers.CAPACITY, ph.threshold,
+                                  f"95% [{fmt(lo)}, {fmt(hi)}] ({ph.method}), {ph.n_runs} runs"))
+        except AnalysisError:
+            pass
+    if "arch" in trials and "op" in trials:
+        for op, num in papers.RFM_ITERS.items():
+            sub = trials[(trials["arch"] == "rfm") & (trials["op"] == op)]
+            if len(sub):
+                g = sub[sub["status"] == "grokked"]["grok_step"]
+                out.append(Comparison(num, float(g.median()) if len(g) else math.nan,
+                                      f"median of {len(g)}/{len(sub)} grokked runs"))
+        tr = trials[trials["arch"] == "transformer"]
+        for sph, num in ((False, papers.GEOM_EPOCHS[0]), (True, papers.GEOM_EPOCHS[1])):
+            sub = tr[tr["arm"].str.contains("spherical") == sph]
+            if len(sub):
+                g = sub[sub["status"] == "grokked"]["grok_step"]
+                out.append(Comparison(num, float(g.median()) if len(g) else math.nan,
+                                      f"median step of {len(g)}/{len(sub)} grokked runs"))
+    return out
+
+
+def comparison_table(comps: list[Comparison]) -> Table:
+    """Paper number beside the measured one."""
+    rows = tuple(
+        (c.number.paper, c.number.experiment, c.number.quantity, c.number.text, c.measured,
+         c.detail)
+        for c in comps
+    )
+    return Table("Paper numbers beside measured ones",
+                 ("paper", "experiment", "quantity", "paper value", "measured", "detail"), rows)
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_") or "sweep"
+
+
+def _section(sweep: Sweep, out_dir: Path, n_boot: int, seed: int) -> list[str]:
+    T = sweep.trials
+    slug = _slug(sweep.name)
+    lines = [f"## Sweep `{sweep.name}`", ""]
+    status = T["status"].value_counts().sort_index()
+    lines.append(
+        f"{len(T)} runs from {', '.join(str(p) for p in sweep.paths)}; status: "
+        + ", ".join(f"{k} {v}" for k, v in status.items())
+        + f"; arms: {', '.join(ablation_order(sorted(T['arm'].unique())))}."
+    )
+    lines.append("")
+    arms = ablation_order(sorted(T["arm"].unique()))
+
+    def add(title: str, make, name: str) -> None:
+        try:
+            res = make()
+        except AnalysisError as exc:
+            lines.extend([f"### {title}", "", f"Skipped: {exc}", ""])
+            return
+        png = plot(res, out_dir / f"{slug}-{name}.png")
+        for t in tables_of(res):
+            lines.append(to_markdown(t))
+        lines.extend([f"![{title}]({png.name})", ""])
+
+    if not sweep.curves.empty:
+        add("Curves", lambda: curve_bands(sweep.curves), "curves")
+    if len(arms) >= 2 and "group" in T:
+        base = arms[0]
+        add("Speedup", lambda: speedup_table(T, base, n_boot=n_boot, seed=seed), "speedup")
+        for a in arms[1:]:
+            add(f"Sign test {a} vs {base}",
+                lambda a=a: sign_test(T, "grok_step", a, base), f"signtest-{_slug(a)}")
+        if papers.EFF_MODES_METRIC in T and {"forge", "mlp"} <= set(arms):
+            add("Sign test effective modes",
+                lambda: sign_test(T, papers.EFF_MODES_METRIC, "forge", "mlp",
+                                  alternative="greater"), "signtest-eff-modes")
+    if "group_order" in T and T["group_order"].nunique() >= 2:
+        add("Scaling", lambda: scaling(T, n_boot=n_boot, seed=seed, skip_unfit=True), "scaling")
+    if {"model_rank", "model_d"} <= set(T) and (
+        (T["model_rank"].astype(float) * T["model_d"].astype(float)).nunique() >= 2
+    ):
+        add("Phase diagram", lambda: phase_diagram(T), "phase")
+    comps = paper_comparisons(T, n_boot=n_boot, seed=seed)
+    if comps:
+        lines.append(to_markdown(comparison_table(comps)))
+    return lines
+
+
+def build_report(
+    paths: list[str | Path], output: str | Path, *, n_boot: int = 1000, seed: int = 0
+) -> Path:
+    """Write the Markdown report to `output` and its PNGs beside it; returns the report path."""
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    sweeps = [load(p) for p in paths]
+    lines = ["# grokray analysis report", ""]
+    lines.append(f"Sweeps: {', '.join(f'`{s.name}`' for s in sweeps)}. Bootstrap: {n_boot} "
+                 f"resamples, seed {seed}. Censored runs (never grokked) are counted, never "
+                 "dropped or filled in.")
+    lines.append("")
+    for s in sweeps:
+        lines += _section(s, output.parent, n_boot, seed)
+    output.write_text("\n".join(lines).rstrip() + "\n")
+    return output
+

@@ -1,0 +1,275 @@
+"""Turn computed results into tables and render them as Markdown, CSV, LaTeX or JSON.
+
+A `Table` holds raw values (numbers stay numbers); rendering formats them: floats to 4
+significant digits, inf as `inf`, NaN as empty (`null` in JSON).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from analysis.curves import CurveSummary
+from analysis.phase import PhaseDiagram
+from analysis.powerlaw import AlphaComparison, ScalingResult
+from analysis.signtest import SignTestResult
+from analysis.speedup import SpeedupTable
+
+FORMATS = ("md", "csv", "tex", "json")
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled table of raw values."""
+
+    title: str
+    """One line saying what the table is."""
+    columns: tuple[str, ...]
+    """Column names."""
+    rows: tuple[tuple[object, ...], ...]
+    """Rows of raw values, one per line, in column order."""
+    notes: tuple[str, ...] = ()
+    """Lines printed under the table (Markdown, LaTeX, JSON; not CSV)."""
+
+
+def fmt(v: object) -> str:
+    """A value as table text."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return ""
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        if v == int(v) and abs(v) < 1e7:
+            return str(int(v))
+        return f"{v:.4g}"
+    if isinstance(v, (tuple, list)):
+        return " ".join(fmt(x) for x in v)
+    return str(v)
+
+
+def _step(v: float) -> str:
+    return "censored" if math.isinf(v) else fmt(v)
+
+
+# ---- result -> tables -----------------------------------------------------------------------
+
+
+def scaling_tables(res: ScalingResult, comparison: AlphaComparison | None = None) -> list[Table]:
+    """Power-law fits, one row per arm (and the exponent comparison when given)."""
+    cols = (
+        res.by, "c", "c_lo", "c_hi", "alpha", "alpha_lo", "alpha_hi", "alpha_boot_lo",
+        "alpha_boot_hi", "r2", "points", "groups", "seeds", "runs", "grokked", "censored",
+        "excluded", "censored_groups",
+    )
+    rows = tuple(
+        (
+            f.arm, f.c, *f.c_ci, f.alpha, *f.alpha_ci, *f.alpha_boot_ci, f.r2, f.n_points,
+            f.n_groups, f.n_seeds, f.n_runs, f.n_grokked, f.n_censored, f.n_excluded,
+            " ".join(f.censored_groups),
+        )
+        for f in res.fits
+    )
+    kind = "per-group medians" if res.fits and res.fits[0].medians else "per-seed points"
+    n_boot = max((f.n_boot for f in res.fits), default=0)
+    notes = (
+        f"OLS of log(grok_step) on log|G| ({kind}); 95% t-intervals; bootstrap over seeds "
+        f"({n_boot} resamples). Censored runs (not_grokked) are counted, not fitted.",
+    ) + tuple(f"Not fitted: {reason}" for _, reason in res.skipped)
+    out = [Table("Power law grok_step = c * |G|^alpha", cols, rows, notes)]
+    if comparison is not None:
+        c = comparison
+        out.append(
+            Table(
+                "Exponent difference (interaction term)",
+                ("arm_a", "arm_b", "alpha_a", "alpha_b", "diff", "diff_lo", "diff_hi", "t",
+                 "p_value", "points"),
+                ((c.arm_a, c.arm_b, c.alpha_a, c.alpha_b, c.diff, *c.diff_ci, c.t, c.p_value,
+                  c.n_points),),
+            )
+        )
+    return out
+
+
+def signtest_tables(res: SignTestResult) -> list[Table]:
+    """One row: counts of the paired differences and both p-values."""
+    cols = (
+        "metric", "arm_a", "arm_b", "alternative", "pairs", "a>b", "a<b", "ties", "censored",
+        "unpaired", "median_a", "median_b", "p_sign", "wilcoxon_n", "wilcoxon_stat",
+        "p_wilcoxon",
+    )
+    row = (
+        res.metric, res.arm_a, res.arm_b, res.alternative, res.n_pairs, res.n_pos, res.n_neg,
+        res.n_ties, res.n_censored, res.n_missing, res.median_a, res.median_b, res.p_sign,
+        res.n_wilcoxon, res.w_stat, res.p_wilcoxon,
+    )
+    note = (
+        f"Paired by {', '.join(res.pair_by)}; exact binomial sign test (ties left out, counted); "
+        "Wilcoxon signed-rank on finite pairs.",
+    )
+    return [Table(f"Sign test: {res.metric}, {res.arm_a} vs {res.arm_b}", cols, (row,), note)]
+
+
+def speedup_tables(res: SpeedupTable, wide: bool = True) -> list[Table]:
+    """The ablation layout (wide: one row per group) or one row per (group, arm) (long)."""
+    note = (
+        f"Speedup = median grok step of {res.baseline} / of the arm; never-grokked runs count "
+        f"as +inf ('censored' median); '>' marks a lower bound (baseline censored, budget used); "
+        f"95% bootstrap intervals ({res.n_boot} resamples).",
+    )
+    if not wide:
+        cols = (res.by, "arm", "k", "n", "rate", "median", "speedup", "speedup_lo",
+                "speedup_hi", "lower_bound", "failed")
+        rows = tuple(
+            (r.group, r.arm, r.k, r.n, r.k / r.n if r.n else math.nan, r.median, r.speedup,
+             *r.speedup_ci, r.lower_bound, r.n_failed)
+            for r in res.rows
+        )
+        return [Table(f"Speedup vs {res.baseline}", cols, rows, note)]
+    cols = [res.by]
+    for a in res.arms:
+        cols += [f"{a} step (k/n)"] + ([] if a == res.baseline else [f"{a} speedup"])
+    groups = list(dict.fromkeys(r.group for r in res.rows))
+    cell = {(r.group, r.arm): r for r in res.rows}
+    rows = []
+    for g in groups:
+        row: list[object] = [g]
+        for a in res.arms:
+            r = cell.get((g, a))
+            row.append(f"{_step(r.median)} ({r.k}/{r.n})" if r else "")
+            if a != res.baseline:
+                row.append(_speedup_text(r) if r else "")
+        rows.append(tuple(row))
+    return [Table(f"Speedup vs {res.baseline}", tuple(cols), tuple(rows), note)]
+
+
+def _speedup_text(r) -> str:
+    if math.isnan(r.speedup):
+        return "n/a"
+    if r.lower_bound:
+        return f">{r.speedup:.3g}x"
+    lo, hi = r.speedup_ci
+    ci = "" if math.isnan(lo) else f" [{lo:.3g}, {hi:.3g}]"
+    return f"{r.speedup:.3g}x{ci}"
+
+
+def phase_tables(res: PhaseDiagram) -> list[Table]:
+    """The grid cells, and the capacity threshold."""
+    cols = ("R", "d", "R*d", "k", "n", "grok_frac", "median_step")
+    rows = tuple((c.rank, c.d, c.rank * c.d, c.k, c.n, c.frac, c.median) for c in res.cells)
+    ci = "delta method on log C*" if res.method == "logit" else "separation bracket"
+    thr = Table(
+        "Capacity threshold (P(grok) = 0.5)",
+        ("threshold", "lo", "hi", "method", "b0", "b1", "runs", "failed"),
+        ((res.threshold, *res.threshold_ci, res.method, res.b0, res.b1, res.n_runs,
+          res.n_failed),),
+        (f"Logit of P(grok) on log(R*d); 95% interval by {ci}.",),
+    )
+    return [Table("Phase diagram over rank R and width d", cols, rows), thr]
+
+
+def curve_tables(res: CurveSummary) -> list[Table]:
+    """One row per arm: runs, last step, final median and the first step it crosses threshold."""
+    cols = ("arm", "runs", "last_step", f"final_median_{res.metric}", "final_q25", "final_q75",
+            f"first_step_median>={res.threshold:g}")
+    rows = tuple(
+        (b.arm, b.n_runs, b.step[-1], b.median[-1], b.lo[-1], b.hi[-1], b.cross_step)
+        for b in res.bands
+    )
+    return [Table(f"Curves: {res.metric} by arm", cols, rows)]
+
+
+TABLES = {
+    ScalingResult: scaling_tables,
+    SignTestResult: signtest_tables,
+    SpeedupTable: speedup_tables,
+    PhaseDiagram: phase_tables,
+    CurveSummary: curve_tables,
+}
+
+
+def tables_of(result: object) -> list[Table]:
+    """The tables of any computed result."""
+    return TABLES[type(result)](result)
+
+
+# ---- rendering ------------------------------------------------------------------------------
+
+
+def to_markdown(t: Table, heading: str = "###") -> str:
+    lines = [f"{heading} {t.title}", ""] if heading else []
+    lines.append("| " + " | ".join(t.columns) + " |")
+    lines.append("|" + "|".join("---" for _ in t.columns) + "|")
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in t.rows]
+    if t.notes:
+        lines += [""] + list(t.notes)
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(t: Table) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(t.columns)
+    w.writerows([fmt(v) for v in row] for row in t.rows)
+    return buf.getvalue()
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+        ">": r"$>$", "<": r"$<$"}
+
+
+def _tex(s: str) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in s)
+
+
+def to_latex(t: Table) -> str:
+    lines = [
+        f"% {t.title}",
+        r"\begin{tabular}{" + "l" * len(t.columns) + "}",
+        r"\toprule",
+        " & ".join(_tex(c) for c in t.columns) + r" \\",
+        r"\midrule",
+    ]
+    lines += [" & ".join(_tex(fmt(v)) for v in row) + r" \\" for row in t.rows]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    lines += [f"% {n}" for n in t.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _json_value(v: object) -> object:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return None
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return v
+    if hasattr(v, "item"):  # numpy scalar
+        return _json_value(v.item())
+    return v
+
+
+def to_json_obj(t: Table) -> dict:
+    return {
+        "title": t.title,
+        "columns": list(t.columns),
+        "rows": [
+            {c: _json_value(v) for c, v in zip(t.columns, row, strict=True)} for row in t.rows
+        ],
+        "notes": list(t.notes),
+    }
+
+
+def render(tables: Sequence[Table], fmt_name: str = "md") -> str:
+    """All tables in one format (JSON: a list of table objects)."""
+    if fmt_name == "json":
+        return json.dumps([to_json_obj(t) for t in tables], indent=2) + "\n"
+    one = {"md": to_markdown, "csv": to_csv, "tex": to_latex}[fmt_name]
+    return "\n".join(one(t) for t in tables)

@@ -1,0 +1,44 @@
+"""Finite groups: `get_group(name) -> Group`, the families, the name grammar and characters.
+
+    G = get_group("S4")   # case-insensitive, aliases ("C12", "Dic3", "psl2_7"), products "Z2xZ4"
+
+Tables are built vectorized, cached in memory (lru_cache) and, for order >= 256, on disk
+(see `grokray.groups._cache`). Classes and characters are computed on first use.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from grokray.groups import _cache
+from grokray.groups._group import Group
+from grokray.groups._names import EXAMPLES, FAMILIES, GRAMMAR, Family, Spec, parse
+
+__all__ = ["EXAMPLES", "FAMILIES", "GRAMMAR", "Family", "Group", "Spec", "get_group", "parse"]
+
+
+def get_group(name: str | Group, max_order: int | None = None) -> Group:
+    """The group called `name`; raises GroupError (grammar, nearest names) on bad input.
+
+    max_order: refuse groups above this order (default $GROKRAY_MAX_GROUP_ORDER or 10000).
+    """
+    if isinstance(name, Group):
+        return name
+    return _build(parse(name, cap=max_order).name)
+
+
+@lru_cache(maxsize=16)
+def _build(canonical: str) -> Group:
+    spec = parse(canonical, cap=10**12)  # the cap was checked on the name the user gave
+    big = spec.order >= _cache.DISK_MIN_ORDER
+    cached = _cache.load(canonical, "table") if big else None
+    if cached is not None:
+        T, labels = cached["table"].astype(np.int64), tuple(cached["labels"].tolist())
+    else:
+        T, labels = spec.build()
+        if big:
+            dtype = np.int16 if spec.order <= np.iinfo(np.int16).max else np.int32
+            _cache.save(canonical, "table", table=T.astype(dtype), labels=np.array(labels))
+    return Group.from_table(canonical, T, labels)

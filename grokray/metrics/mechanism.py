@@ -1,0 +1,190 @@
+"""The trainer's entry points for the mechanism metrics (issue 8).
+
+At an evaluation the trainer builds a `MetricInputs` for all S seeds, asks `metrics_due` which
+names are due (`cfg.metrics.cheap` every eval, `cfg.metrics.costly` every `costly_every` evals
+and at the last one), and calls `compute_eval_metrics`; each returned name becomes a curve column
+`metric_<name>`. After training, `summarize(curves, grok_steps)` gives each seed's scalar
+summaries for `SeedResult.metrics` (written as trials columns `metric_<name>`).
+
+Metric names (`EVAL_METRICS`; each produces the columns listed):
+
+- `spectrum`: spectrum of the group-indexed embedding E [S, n, d] (isotypic modes, = Fourier
+  frequencies on Z_n): `eff_modes`, `n_key_modes`, `top_mode`, `top_mode_frac`.
+- `wedderburn`: class-multiplication recovery of the predicted table [S, n, n]:
+  `wedderburn_match` of `wedderburn_total` (= k^3) coefficients, `wedderburn_frac`, and the same
+  over the true non-zero coefficients: `wedderburn_match_nz`, `wedderburn_total_nz`,
+  `wedderburn_frac_nz` (on abelian groups almost all k^3 coefficients are 0, so use these).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+
+from grokray.errors import ConfigError
+from grokray.metrics.axioms import DEFAULT_REL, axiom_emergence
+from grokray.metrics.spectra import (
+    effective_modes,
+    fourier_mass,
+    isotypic_mass,
+    n_key_modes,
+    top_mode,
+)
+from grokray.metrics.wedderburn import recovery
+
+__all__ = [
+    "KEY_FRAC",
+    "MetricInputs",
+    "EVAL_METRICS",
+    "validate_metric_names",
+    "metrics_due",
+    "compute_eval_metrics",
+    "summarize",
+]
+
+KEY_FRAC = 0.9
+"""key modes hold this fraction of the non-trivial spectral mass"""
+
+
+@dataclass
+class MetricInputs:
+    """What the trainer hands to the metrics at one evaluation, for all S seeds at once."""
+
+    group: Any | None
+    """the task's Group when the task is its composition (None otherwise: the embedding axis is
+    then read as Z_n, n = E.shape[-2], and Wedderburn recovery gives NaN)"""
+    E: Tensor | None = None
+    """[S, n, d] group-indexed embedding (row x = element x). MLP with separate a/b embeddings:
+    concatenate them on the last axis (the spectrum is then the sum of both). None: NaN"""
+    pred_table: Tensor | None = None
+    """long [S, n, n]: predicted index of a*b for every pair (argmax over train and val pairs);
+    None (e.g. a group too big to evaluate every pair): Wedderburn columns are NaN"""
+    extra: dict[str, Tensor] = field(default_factory=dict)
+    """further named tensors for metrics registered by other modules"""
+
+
+def _n_seeds(x: MetricInputs) -> int | None:
+    for t in (x.E, x.pred_table):
+        if t is not None:
+            return int(t.shape[0])
+    return None
+
+
+def _nan_columns(x: MetricInputs, columns: Iterable[str]) -> dict[str, Tensor]:
+    """NaN per seed where an input is missing (no columns when S is unknown)."""
+    S = _n_seeds(x)
+    if S is None:
+        return {}
+    return {c: torch.full((S,), torch.nan, dtype=torch.float64) for c in columns}
+
+
+_SPECTRUM_COLUMNS = ("eff_modes", "n_key_modes", "top_mode", "top_mode_frac")
+
+
+def _spectrum(x: MetricInputs) -> dict[str, Tensor]:
+    if x.E is None:  # the model has no group-indexed embedding
+        return _nan_columns(x, _SPECTRUM_COLUMNS)
+    if x.group is not None and x.E.shape[-2] != int(x.group.order):
+        raise ValueError(
+            f"metric 'spectrum': E has {x.E.shape[-2]} rows, the group {x.group.name} has "
+            f"{x.group.order} elements"
+        )
+    mass = isotypic_mass(x.E, x.group) if x.group is not None else fourier_mass(x.E)  # [S, m]
+    nontriv = mass[..., 1:].sum(-1)
+    top = top_mode(mass)
+    top_mass = mass.gather(-1, top[..., None])[..., 0]
+    return {
+        "eff_modes": effective_modes(mass),
+        "n_key_modes": n_key_modes(mass, KEY_FRAC),
+        "top_mode": top.to(torch.float64),
+        "top_mode_frac": torch.where(nontriv > 0, top_mass / nontriv, torch.nan),
+    }
+
+
+def _wedderburn(x: MetricInputs) -> dict[str, Tensor]:
+    if x.pred_table is None or x.group is None:  # no full table, or not a group composition
+        return _nan_columns(x, _WEDDERBURN_COLUMNS)
+    r = recovery(x.pred_table, x.group)
+    m, m_nz = r.matched.to(torch.float64), r.matched_nonzero.to(torch.float64)
+    return {
+        "wedderburn_match": m,
+        "wedderburn_total": torch.full_like(m, float(r.total)),
+        "wedderburn_frac": m / r.total,
+        "wedderburn_match_nz": m_nz,
+        "wedderburn_total_nz": torch.full_like(m, float(r.total_nonzero)),
+        "wedderburn_frac_nz": m_nz / r.total_nonzero,
+    }
+
+
+_WEDDERBURN_COLUMNS = ("wedderburn_match", "wedderburn_total", "wedderburn_frac",
+                       "wedderburn_match_nz", "wedderburn_total_nz", "wedderburn_frac_nz")
+
+
+EVAL_METRICS: dict[str, Callable[[MetricInputs], dict[str, Tensor]]] = {
+    "spectrum": _spectrum,
+    "wedderburn": _wedderburn,
+}
+"""metric name (as listed in cfg.metrics.cheap / costly) -> fn(inputs) -> {column: [S]}"""
+
+
+def validate_metric_names(names: Iterable[str]) -> None:
+    """Raise ConfigError on a name that is not in EVAL_METRICS."""
+    for name in names:
+        if name not in EVAL_METRICS:
+            raise ConfigError(
+                f"unknown metric {name!r} in metrics.cheap/costly; valid: "
+                + ", ".join(sorted(EVAL_METRICS))
+            )
+
+
+def metrics_due(mcfg: Any, eval_index: int, final: bool = False) -> list[str]:
+    """Names due at the eval numbered `eval_index` (0 = first eval): cheap ones always, costly ones
+    when eval_index % costly_every == 0 or at the final eval."""
+    names = list(mcfg.cheap)
+    if final or eval_index % int(mcfg.costly_every) == 0:
+        names += [n for n in mcfg.costly if n not in names]
+    return names
+
+
+def compute_eval_metrics(inputs: MetricInputs, names: Iterable[str]) -> dict[str, Tensor]:
+    """Run the named metrics on all seeds: {column name (no prefix): float64 tensor [S] on CPU}."""
+    names = list(names)
+    validate_metric_names(names)
+    out: dict[str, Tensor] = {}
+    with torch.no_grad():
+        for name in names:
+            for col, val in EVAL_METRICS[name](inputs).items():
+                out[col] = val.detach().to("cpu", torch.float64)
+    return out
+
+
+def summarize(
+    curves: pd.DataFrame,
+    grok_steps: Mapping[int, int | None],
+    rel: float = DEFAULT_REL,
+) -> dict[int, dict[str, float]]:
+    """Per-seed scalar summaries for SeedResult.metrics (keys without the `metric_` prefix).
+
+    - every curve column `metric_<name>`: its last finite value for the seed -> `<name>`;
+    - axiom emergence from `loss_assoc/ident/inv` when present: `<axiom>_step`, `<axiom>_lead`
+      (see grokray.metrics.axioms; `rel` is the relative threshold).
+    """
+    out: dict[int, dict[str, float]] = {}
+    cols = [c for c in curves.columns if c.startswith("metric_")]
+    ordered = curves.sort_values(["seed", "step"])
+    for seed, df in ordered.groupby("seed", sort=True):
+        row: dict[str, float] = {}
+        for c in cols:
+            v = df[c].to_numpy(dtype=np.float64)
+            v = v[np.isfinite(v)]
+            row[c[len("metric_"):]] = float(v[-1]) if v.size else float("nan")
+        out[int(seed)] = row
+    for seed, row in axiom_emergence(curves, grok_steps, rel).items():
+        out.setdefault(seed, {}).update(row)
+    return out

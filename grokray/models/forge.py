@@ -1,0 +1,184 @@
+"""FORGE: fiber embedding + DAD product, with algebra losses, seed-batched.
+
+    E: G -> R^d                        fiber embedding, x = E[a], y = E[b]
+    mu(x, y) = W ((U x) * (V y))       DAD product of rank R; U, V [R, d], W [d, R]
+    logits(a, b) = mu(x, y) . E^T      tied decoding (or . D^T + c with a separate unembedding)
+    e in R^d                           learned identity
+    g_phi: R^d -> R^d                  learned inverse, one hidden ReLU layer
+
+Algebra losses, each the mean over elements (or triples) of a squared L2 norm:
+    L_assoc = |mu(mu(x,y),z) - mu(x,mu(y,z))|^2
+    L_ident = |mu(e,x) - x|^2 + |mu(x,e) - x|^2
+    L_inv   = |mu(x,g(x)) - e|^2 + |mu(g(x),x) - e|^2
+over all elements and all |G|^3 triples when |G| <= forge.alg_full_max, else over
+forge.alg_samples sampled elements and triples per step (each seed its own generator).
+Weight decay groups: "embed" (E, D, c, e), "dad" (U, V, W), "other" (g_phi).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from grokray.config import TrialConfig
+from grokray.errors import ConfigError
+from grokray.models import (
+    fan_in_bound,
+    gather_rows,
+    normal,
+    seed_generator,
+    select_params,
+    stack_init,
+    uniform,
+)
+
+
+def _t(x: torch.Tensor) -> torch.Tensor:
+    return x.transpose(1, 2)
+
+
+class Forge:
+    """FORGE for S seeds; parameters stacked along dim 0."""
+
+    def __init__(self, cfg: TrialConfig, n_in: int, n_out: int, seeds: Sequence[int],
+                 device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> None:
+        f = cfg.forge
+        if f.decode == "tied" and n_in != n_out:
+            raise ConfigError(
+                f"forge.decode=tied needs as many outputs as inputs ({n_out} != {n_in}); "
+                "use forge.decode=separate"
+            )
+        self.n_in, self.n_out = n_in, n_out
+        self.d, self.R, self.hg = d, R, hg = cfg.model.d, cfg.model.rank, f.inv_hidden
+        self.tied = f.decode == "tied"
+        self.full_max, self.n_samples = f.alg_full_max, f.alg_samples
+        self.aux_weights = {"assoc": f.w_assoc, "ident": f.w_ident, "inv": f.w_inv}
+        s = cfg.model.init_scale
+        std_e = s / d**0.5
+
+        def draws(g: torch.Generator) -> dict[str, torch.Tensor]:
+            p = {
+                "E": normal(g, (n_in, d), std_e),  # [n, d], rows of norm ~ s
+                "U": uniform(g, (R, d), fan_in_bound(d) * s),  # [R, d]
+                "V": uniform(g, (R, d), fan_in_bound(d) * s),  # [R, d]
+                "W": uniform(g, (d, R), fan_in_bound(R) * s),  # [d, R]
+                "e": normal(g, (d,), std_e),  # [d]
+                "G1": uniform(g, (d, hg), fan_in_bound(d) * s),  # g_phi layer 1 [d, hg]
+                "g1": uniform(g, (hg,), fan_in_bound(d) * s),
+                "G2": uniform(g, (hg, d), fan_in_bound(hg) * s),  # g_phi layer 2 [hg, d]
+                "g2": uniform(g, (d,), fan_in_bound(hg) * s),
+            }
+            if not self.tied:
+                p["D"] = normal(g, (n_out, d), std_e)  # unembedding [n_out, d]
+                p["c"] = torch.zeros(n_out, dtype=torch.float64)  # [n_out]
+            return p
+
+        self.params = stack_init(seeds, draws, device, dtype)
+        groups = {"E": "embed", "D": "embed", "c": "embed", "e": "embed",
+                  "U": "dad", "V": "dad", "W": "dad"}
+        self.wd_groups = {k: groups.get(k, "other") for k in self.params}
+        self.device = torch.device(device)
+        self.gens = [seed_generator(sd, 1, self.device) for sd in seeds]  # sampling streams
+
+    @staticmethod
+    def count_params(cfg: TrialConfig, n_in: int, n_out: int) -> int:
+        """Parameters per seed: E, U, V, W, e, g_phi (+ D, c when not tied)."""
+        d, R, hg = cfg.model.d, cfg.model.rank, cfg.forge.inv_hidden
+        n = n_in * d + 3 * R * d + d + (d * hg + hg + hg * d + d)
+        if cfg.forge.decode == "separate":
+            n += n_out * d + n_out
+        return n
+
+    # ------------------------------------------------------------------ the product
+
+    def mu(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """DAD product. x, y [S, M, d] -> [S, M, d]."""
+        p = self.params
+        return torch.bmm(torch.bmm(x, _t(p["U"])) * torch.bmm(y, _t(p["V"])), _t(p["W"]))
+
+    def g_phi(self, x: torch.Tensor) -> torch.Tensor:
+        """Learned inverse. x [S, M, d] -> [S, M, d]."""
+        p = self.params
+        h = torch.relu(torch.baddbmm(p["g1"][:, None, :], x, p["G1"]))
+        return torch.baddbmm(p["g2"][:, None, :], h, p["G2"])
+
+    def _decode(self, z: torch.Tensor) -> torch.Tensor:
+        p = self.params
+        if self.tied:
+            return torch.bmm(z, _t(p["E"]))  # [S, B, n]
+        return torch.baddbmm(p["c"][:, None, :], z, _t(p["D"]))
+
+    def _product(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        p = self.params
+        Ua = torch.bmm(p["E"], _t(p["U"]))  # [S, n, R]: U x for every element
+        Vb = torch.bmm(p["E"], _t(p["V"]))  # [S, n, R]
+        return torch.bmm(gather_rows(Ua, a) * gather_rows(Vb, b), _t(p["W"]))  # [S, B, d]
+
+    def logits(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """[S, B, n_out] for index batches a, b of shape [S, B] or [B]."""
+        return self._decode(self._product(a, b))
+
+    # ------------------------------------------------------------------ algebra losses
+
+    def aux_losses(self) -> dict[str, torch.Tensor]:
+        """L_assoc, L_ident, L_inv per seed, each [S]."""
+        p = self.params
+        E, e = p["E"], p["e"][:, None, :]  # [S, n, d], [S, 1, d]
+        S, n, d = E.shape
+        if n <= self.full_max:
+            x = E
+            assoc = self._assoc_full(E)
+        else:
+            idx = self._sample((self.n_samples, 3), n)  # [S, m, 3]
+            x = gather_rows(E, idx[..., 0])
+            y, z = gather_rows(E, idx[..., 1]), gather_rows(E, idx[..., 2])
+            assoc = _sqnorm(self.mu(self.mu(x, y), z) - self.mu(x, self.mu(y, z)))
+        ee = e.expand(-1, x.shape[1], -1)
+        ident = _sqnorm(self.mu(ee, x) - x) + _sqnorm(self.mu(x, ee) - x)
+        gx = self.g_phi(x)
+        inv = _sqnorm(self.mu(x, gx) - ee) + _sqnorm(self.mu(gx, x) - ee)
+        return {"assoc": assoc, "ident": ident, "inv": inv}
+
+    def _assoc_full(self, E: torch.Tensor) -> torch.Tensor:
+        """Mean over all n^3 triples; both sides share the final W, so W (Pl - Pr) is used."""
+        p = self.params
+        S, n, d = E.shape
+        R = self.R
+        Ux, Vy = torch.bmm(E, _t(p["U"])), torch.bmm(E, _t(p["V"]))  # [S, n, R]
+        M = torch.bmm((Ux[:, :, None, :] * Vy[:, None, :, :]).reshape(S, n * n, R), _t(p["W"]))
+        UM = torch.bmm(M, _t(p["U"])).reshape(S, n, n, 1, R)  # U mu(x_i, x_j): (i, j, -)
+        VM = torch.bmm(M, _t(p["V"])).reshape(S, 1, n, n, R)  # V mu(x_j, x_k): (-, j, k)
+        left = UM * Vy[:, None, None, :, :]  # (U mu(x_i,x_j)) * (V x_k)
+        right = Ux[:, :, None, None, :] * VM  # (U x_i) * (V mu(x_j,x_k))
+        diff = torch.bmm((left - right).reshape(S, n**3, R), _t(p["W"]))  # [S, n^3, d]
+        return _sqnorm(diff)
+
+    def _sample(self, shape: tuple[int, ...], n: int) -> torch.Tensor:
+        return torch.stack([
+            torch.randint(n, shape, generator=g, device=self.device) for g in self.gens
+        ])
+
+    # ------------------------------------------------------------------ hooks
+
+    def embeddings(self) -> dict[str, torch.Tensor]:
+        """The fiber embedding E [S, n, d] (and the unembedding D when separate)."""
+        out = {"E": self.params["E"]}
+        if not self.tied:
+            out["D"] = self.params["D"]
+        return out
+
+    def activations(self, a: torch.Tensor, b: torch.Tensor) -> dict[str, torch.Tensor]:
+        p = self.params
+        x, y = gather_rows(p["E"], a), gather_rows(p["E"], b)
+        prod = torch.bmm(x, _t(p["U"])) * torch.bmm(y, _t(p["V"]))
+        return {"x": x, "y": y, "dad": prod, "mu": torch.bmm(prod, _t(p["W"]))}
+
+    def select(self, keep: torch.Tensor) -> None:
+        self.params = select_params(self.params, keep)
+        self.gens = [self.gens[i] for i in keep.tolist()]
+
+
+def _sqnorm(v: torch.Tensor) -> torch.Tensor:
+    """Mean over the middle dim of the squared L2 norm over the last. [S, M, d] -> [S]."""
+    return v.square().sum(-1).mean(-1)

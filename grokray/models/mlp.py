@@ -1,0 +1,104 @@
+"""The grokking baseline MLP, seed-batched.
+
+    logits(a, b) = act([E_a[a], E_b[b]] W1 + b1) W2 + b2
+
+with separate embeddings E_a, E_b in R^{n_in x d}, one hidden layer of width h. The first layer
+acts on per-element tables (T_a = E_a W1_a, T_b = E_b W1_b, each [n_in, h]) instead of per-pair
+vectors: the same function, |G| x h work instead of B x 2d x h.
+
+Matched budget (`model.matched_budget`): h is chosen so the parameter count is the closest to
+that of the FORGE model with the same config (model.d, model.rank, forge.*).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from grokray.config import TrialConfig
+from grokray.models import fan_in_bound, gather_rows, normal, select_params, stack_init, uniform
+
+ACTS = {
+    "relu": torch.relu,
+    "gelu": torch.nn.functional.gelu,
+    "tanh": torch.tanh,
+    "silu": torch.nn.functional.silu,
+    "quadratic": torch.square,
+    "identity": lambda x: x,
+}
+
+
+def mlp_params(n_in: int, n_out: int, d: int, h: int) -> int:
+    """Parameter count of the MLP: 2 n_in d + (2d + 1) h + (h + 1) n_out."""
+    return 2 * n_in * d + (2 * d + 1) * h + (h + 1) * n_out
+
+
+def hidden_width(cfg: TrialConfig, n_in: int, n_out: int) -> int:
+    """h from the config, or the matched-budget width (closest count to FORGE's, at least 1)."""
+    if not cfg.model.matched_budget:
+        return cfg.model.hidden
+    from grokray.models.forge import Forge
+
+    target = Forge.count_params(cfg, n_in, n_out)
+    d = cfg.model.d
+    h = round((target - 2 * n_in * d - n_out) / (2 * d + 1 + n_out))
+    return max(1, h)
+
+
+class MLP:
+    """Embed-and-concatenate MLP for S seeds; parameters stacked along dim 0."""
+
+    def __init__(self, cfg: TrialConfig, n_in: int, n_out: int, seeds: Sequence[int],
+                 device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> None:
+        self.n_in, self.n_out = n_in, n_out
+        d, h = cfg.model.d, hidden_width(cfg, n_in, n_out)
+        self.d, self.h = d, h
+        self.act = ACTS[cfg.model.act]
+        s = cfg.model.init_scale
+
+        def draws(g: torch.Generator) -> dict[str, torch.Tensor]:
+            b1, b2 = fan_in_bound(2 * d), fan_in_bound(h)
+            W1 = uniform(g, (2 * d, h), b1 * s)
+            return {
+                "Ea": normal(g, (n_in, d), s),  # [n_in, d]
+                "Eb": normal(g, (n_in, d), s),  # [n_in, d]
+                "W1a": W1[:d], "W1b": W1[d:],  # [d, h] each: W1 = [W1a; W1b]
+                "b1": uniform(g, (h,), b1 * s),  # [h]
+                "W2": uniform(g, (h, n_out), b2 * s),  # [h, n_out]
+                "b2": uniform(g, (n_out,), b2 * s),  # [n_out]
+            }
+
+        self.params = stack_init(seeds, draws, device, dtype)
+        self.wd_groups = {k: "all" for k in self.params}
+        self.aux_weights: dict[str, float] = {}
+
+    @staticmethod
+    def count_params(cfg: TrialConfig, n_in: int, n_out: int) -> int:
+        """Parameters per seed."""
+        return mlp_params(n_in, n_out, cfg.model.d, hidden_width(cfg, n_in, n_out))
+
+    def _hidden(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        p = self.params
+        Ta = torch.bmm(p["Ea"], p["W1a"])  # [S, n_in, h]
+        Tb = torch.baddbmm(p["b1"][:, None, :], p["Eb"], p["W1b"])  # [S, n_in, h]
+        return gather_rows(Ta, a) + gather_rows(Tb, b)  # [S, B, h]
+
+    def logits(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """[S, B, n_out] for index batches a, b of shape [S, B] or [B]."""
+        z = self.act(self._hidden(a, b))
+        return torch.baddbmm(self.params["b2"][:, None, :], z, self.params["W2"])
+
+    def aux_losses(self) -> dict[str, torch.Tensor]:
+        return {}
+
+    def embeddings(self) -> dict[str, torch.Tensor]:
+        """The two operand embeddings, [S, n_in, d] each (`E` is E_a)."""
+        return {"E": self.params["Ea"], "Ea": self.params["Ea"], "Eb": self.params["Eb"]}
+
+    def activations(self, a: torch.Tensor, b: torch.Tensor) -> dict[str, torch.Tensor]:
+        pre = self._hidden(a, b)
+        return {"pre": pre, "hidden": self.act(pre)}
+
+    def select(self, keep: torch.Tensor) -> None:
+        self.params = select_params(self.params, keep)

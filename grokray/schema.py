@@ -1,0 +1,157 @@
+"""The Parquet schema (version 1): the contract between `grokray` and `analysis`.
+
+Dependency-free on purpose (no torch, no ray at import): `analysis/` imports the column lists
+from here. `trial_frame` and `curve_frame` turn a `TrialResult` into the two tables; the store
+(`grokray.sweep.store`) writes them.
+"""
+
+from __future__ import annotations
+
+import functools
+import platform
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+if TYPE_CHECKING:  # pragma: no cover
+    from grokray.result import TrialResult
+
+SCHEMA_VERSION = 1
+
+IDENTITY_COLUMNS = ["schema_version", "sweep", "run_id", "config_hash", "seed", "data_seed"]
+OUTCOME_COLUMNS = [
+    "status", "error", "grok_step", "memorize_step", "ungrok_step", "steps_run",
+    "final_train_acc", "final_val_acc", "final_train_loss", "final_val_loss",
+    "n_params", "wall_s",
+]
+PROVENANCE_COLUMNS = [
+    "grokray_version", "git_commit", "torch_version", "ray_version", "python_version",
+    "device", "hostname", "started_at", "finished_at",
+]
+EXTRA_CONFIG_COLUMNS = ["group_order", "arm"]
+CONFIG_JSON_COLUMN = "config_json"
+NULLABLE_INT_COLUMNS = ["grok_step", "memorize_step", "ungrok_step"]
+
+CURVE_KEY_COLUMNS = [
+    "schema_version", "sweep", "run_id", "config_hash", "seed", "group", "arch", "arm", "step",
+]
+CURVE_REQUIRED_COLUMNS = CURVE_KEY_COLUMNS + ["train_loss", "train_acc", "val_loss", "val_acc"]
+CURVE_OPTIONAL_COLUMNS = ["loss_assoc", "loss_ident", "loss_inv", "lambda_alg", "lr"]
+METRIC_PREFIX = "metric_"
+
+# config fields whose flattened column would clash with an identity column: the identity wins
+# (`data_seed` in the trials table is the split seed actually used; the config's setting, which
+# may be null, is in config_json)
+_SHADOWED = ("data_seed",)
+
+
+def _version(dist: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def _git_commit() -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and len(commit) == 40 else None
+
+
+def provenance(device: str) -> dict[str, Any]:
+    """Provenance columns known at write time (versions, commit, host)."""
+    from grokray import __version__
+
+    torch_mod = sys.modules.get("torch")
+    ray_mod = sys.modules.get("ray")
+    return {
+        "grokray_version": __version__,
+        "git_commit": _git_commit(),
+        "torch_version": getattr(torch_mod, "__version__", None) or _version("torch"),
+        "ray_version": getattr(ray_mod, "__version__", None) if ray_mod else None,
+        "python_version": platform.python_version(),
+        "device": device,
+        "hostname": socket.gethostname(),
+    }
+
+
+def _utc(ts: Any) -> pd.Timestamp:
+    t = pd.Timestamp(ts)
+    return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+
+
+def trial_frame(result: TrialResult, sweep: str, run_id: str) -> pd.DataFrame:
+    """One row per seed of `result`, with every column of the trials table."""
+    cfg = result.config
+    chash = cfg.config_hash()
+    flat = {k: v for k, v in cfg.flat().items() if k not in _SHADOWED}
+    prov = provenance(result.device)
+    cjson = cfg.canonical_json()
+    rows = []
+    for s in result.seeds:
+        row: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION, "sweep": sweep, "run_id": run_id,
+            "config_hash": chash, "seed": int(s.seed), "data_seed": int(s.data_seed),
+        }
+        row.update(flat)
+        row["group_order"] = int(result.group_order)
+        row["arm"] = cfg.arm
+        row.update({
+            "status": s.status, "error": s.error,
+            "grok_step": s.grok_step, "memorize_step": s.memorize_step,
+            "ungrok_step": s.ungrok_step, "steps_run": int(s.steps_run),
+            "final_train_acc": _f(s.final.get("final_train_acc")),
+            "final_val_acc": _f(s.final.get("final_val_acc")),
+            "final_train_loss": _f(s.final.get("final_train_loss")),
+            "final_val_loss": _f(s.final.get("final_val_loss")),
+            "n_params": int(result.n_params), "wall_s": float(result.wall_s),
+        })
+        for name, v in sorted(s.metrics.items()):
+            row[f"{METRIC_PREFIX}{name}"] = _f(v)
+        row.update(prov)
+        row["started_at"] = _utc(result.started_at)
+        row["finished_at"] = _utc(result.finished_at)
+        row[CONFIG_JSON_COLUMN] = cjson
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    for c in NULLABLE_INT_COLUMNS:
+        df[c] = df[c].astype("Int64")
+    for c in ("error", "git_commit", "ray_version"):
+        df[c] = df[c].astype("string")
+    return df
+
+
+def curve_frame(result: TrialResult, sweep: str, run_id: str) -> pd.DataFrame:
+    """One row per (seed, eval step) of `result`, keyed like the trials table."""
+    cfg = result.config
+    c = result.curves.copy()
+    if c.empty:
+        c = pd.DataFrame(columns=["seed", "step", "train_loss", "train_acc", "val_loss",
+                                  "val_acc"])
+    key = {
+        "schema_version": SCHEMA_VERSION, "sweep": sweep, "run_id": run_id,
+        "config_hash": cfg.config_hash(), "group": cfg.group, "arch": cfg.arch, "arm": cfg.arm,
+    }
+    for k, v in key.items():
+        c[k] = v
+    c["seed"] = c["seed"].astype("int64")
+    c["step"] = c["step"].astype("int64")
+    rest = [x for x in c.columns if x not in CURVE_REQUIRED_COLUMNS]
+    return c[CURVE_REQUIRED_COLUMNS + rest].reset_index(drop=True)
+
+
+def _f(v: Any) -> float | None:
+    return None if v is None else float(v)

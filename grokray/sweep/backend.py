@@ -1,0 +1,445 @@
+"""Where trials run: `RayBackend` (Ray Tune) and `LocalBackend` (in this process), one interface.
+
+This is the only module of grokray that imports Ray (lazily, inside `RayBackend`).
+
+Both backends take a list of `TrialConfig` (each with the seeds still to run), call `sink.started`
+when a trial starts and `sink.finished(outcome)` when it ends, on the driver, in this process.
+The sink is the one writer of results. A trial is `trial_fn(config)` (default:
+`grokray.trainer.run_trial`, which trains all of the config's seeds at once); an exception in it
+becomes an `Outcome` with `error` set (the sweep goes on). On Ray, a lost worker process or node
+is retried (`FailureConfig(max_failures=retries)`); when the retries are spent the outcome holds
+Ray's error.
+
+Ray Tune is set up for many short trials: actors are reused between trials, Tune's per-trial
+loggers (JSON/CSV/TensorBoard) and its console reporter are off, worker output goes to Ray's log
+files only, and a trial's result (pickled `TrialResult`) travels back in its final
+`tune.report` and is dropped from Tune's state once the sink has it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from grokray.config import TrialConfig
+from grokray.errors import GrokrayError
+
+TrialFn = Callable[[TrialConfig], Any]
+
+
+@dataclass
+class Outcome:
+    """What came back from one trial."""
+
+    config: TrialConfig
+    """the config that ran (with the seeds it ran)"""
+    result: Any | None
+    """the TrialResult, or None when the trial raised or its worker was lost"""
+    error: str | None = None
+    """one-line error text when `result` is None"""
+    node_id: str | None = None
+    """Ray node id it ran on ("local" for the in-process backend)"""
+    wall_s: float = 0.0
+    """seconds from start to end of trial_fn"""
+    traceback: str | None = None
+    """full traceback of the error, for the log"""
+
+
+class Sink(Protocol):
+    """Receives trial events on the driver."""
+
+    def started(self, config: TrialConfig) -> None:
+        """A trial began running."""
+
+    def finished(self, outcome: Outcome) -> None:
+        """A trial ended (success or failure); called once per config."""
+
+
+class Backend(Protocol):
+    """Runs trials and reports them to a sink."""
+
+    def run(self, configs: Sequence[TrialConfig], sink: Sink) -> None:
+        """Run every config (blocking) and report each one to `sink`."""
+
+
+def default_trial_fn() -> TrialFn:
+    """`grokray.trainer.run_trial`."""
+    from grokray.trainer import run_trial
+
+    return run_trial
+
+
+def execute(config: TrialConfig, trial_fn: TrialFn) -> Outcome:
+    """Run one trial, turning an exception into an Outcome with its one-line error."""
+    t0 = time.perf_counter()
+    try:
+        result = trial_fn(config)
+        return Outcome(config, result, wall_s=time.perf_counter() - t0)
+    except Exception as exc:  # noqa: BLE001 - every trial error becomes a failed row
+        return Outcome(config, None, error=one_line(exc), wall_s=time.perf_counter() - t0,
+                       traceback=traceback.format_exc())
+
+
+def one_line(exc: BaseException | str) -> str:
+    """`Type: message`, first line only, at most 500 characters."""
+    if isinstance(exc, BaseException):
+        text = f"{type(exc).__name__}: {exc}"
+    else:
+        text = str(exc).strip()
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return (lines[0] if lines else text)[:500]
+
+
+def trial_summary(rows: Sequence[dict[str, Any]], steps: int) -> dict[str, float]:
+    """Trial-level metrics over its seeds (what a search optimizes).
+
+    grok_rate: fraction of seeds grokked; grok_step: mean grok step, a seed that did not grok
+    counting as the step budget; final_val_acc, final_val_loss: means. NaN when nothing ran.
+    """
+    ok = [r for r in rows if r.get("status") != "failed"]
+    if not ok:
+        nan = float("nan")
+        return {"grok_rate": nan, "grok_step": nan, "final_val_acc": nan, "final_val_loss": nan}
+
+    def mean(xs: list[float]) -> float:
+        xs = [x for x in xs if x is not None and not _isnan(x)]
+        return sum(xs) / len(xs) if xs else float("nan")
+
+    grok = [r.get("grok_step") if r.get("status") == "grokked" else steps for r in ok]
+    return {
+        "grok_rate": sum(r.get("status") == "grokked" for r in ok) / len(ok),
+        "grok_step": mean([float(g) if g is not None else float(steps) for g in grok]),
+        "final_val_acc": mean([r.get("final_val_acc") for r in ok]),
+        "final_val_loss": mean([r.get("final_val_loss") for r in ok]),
+    }
+
+
+def _isnan(x: Any) -> bool:
+    try:
+        return math.isnan(float(x))
+    except (TypeError, ValueError):
+        return True
+
+
+def outcome_summary(outcome: Outcome) -> dict[str, float]:
+    """`trial_summary` of an outcome."""
+    if outcome.result is None:
+        return trial_summary([], outcome.config.steps)
+    return trial_summary(outcome.result.seed_rows(), outcome.config.steps)
+
+
+# ----------------------------------------------------------------------------- in process
+
+
+class LocalBackend:
+    """Runs trials one after another in this process: for debugging and tests (no Ray)."""
+
+    def __init__(self, trial_fn: TrialFn | None = None):
+        self.trial_fn = trial_fn
+
+    def run(self, configs: Sequence[TrialConfig], sink: Sink) -> None:
+        fn = self.trial_fn or default_trial_fn()
+        for cfg in configs:
+            sink.started(cfg)
+            out = execute(cfg, fn)
+            out.node_id = "local"
+            sink.finished(out)
+
+
+# ----------------------------------------------------------------------------- Ray Tune
+
+# Tune settings for many short trials; set before ray.tune is imported (the Parquet is the record)
+_TUNE_ENV = {
+    "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",  # no per-trial result.json/progress.csv/tfevents
+    "TUNE_GLOBAL_CHECKPOINT_S": "60",  # experiment-state snapshots at most once a minute
+    "TUNE_RESULT_BUFFER_LENGTH": "1",
+    "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "100000",
+    "RAY_AIR_NEW_OUTPUT": "0",
+    "RAY_TRAIN_V2_ENABLED": "0",
+    "RAY_DEDUP_LOGS": "0",
+}
+
+
+def _safe(key: str) -> str:
+    """Search-space parameter name for a dotted config key (Tune splits nested keys on '/')."""
+    return key.replace(".", "__")
+
+
+def _unsafe(name: str) -> str:
+    return name.replace("__", ".")
+
+
+def config_of(params: dict[str, Any], configs: Sequence[dict[str, Any]] = ()) -> TrialConfig:
+    """The TrialConfig of a Tune trial's params: `configs[index]` or `config`, plus `search`."""
+    if "index" in params:
+        cfg = TrialConfig.from_dict(configs[params["index"]])
+    else:
+        cfg = TrialConfig.from_dict(params["config"])
+    search = params.get("search") or {}
+    if search:
+        cfg = cfg.with_overrides({_unsafe(k): _plain(v) for k, v in search.items()})
+    return cfg
+
+
+def _plain(v: Any) -> Any:
+    """numpy scalars (from samplers) -> Python scalars."""
+    return v.item() if hasattr(v, "item") else v
+
+
+def _tune_trainable(
+    params: dict[str, Any], configs: Sequence[dict[str, Any]] = (), trial_fn: TrialFn | None = None
+) -> None:
+    """The function Tune runs for a trial: one config, all its seeds, one final report."""
+    import ray
+    from ray import tune
+
+    cfg = config_of(params, configs)
+    out = execute(cfg, trial_fn or default_trial_fn())
+    out.node_id = ray.get_runtime_context().get_node_id()
+    if out.traceback:
+        print(out.traceback, flush=True)  # lands in Ray's worker log
+    metrics = {k: (v if not _isnan(v) else float("nan")) for k, v in
+               outcome_summary(out).items()}
+    tune.report({**metrics, "failed": out.error is not None, "payload": pickle.dumps(out)})
+
+
+class RayBackend:
+    """Runs trials on Ray Tune: an embedded local Ray, or a running cluster (`address`)."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        storage_path: str,
+        cpu: float = 1.0,
+        gpu: float = 0.0,
+        concurrency: int | None = None,
+        retries: int = 2,
+        address: str | None = None,
+        num_cpus: int | None = None,
+        trial_fn: TrialFn | None = None,
+        search: Any | None = None,
+        prior: Sequence[tuple[TrialConfig, float]] = (),
+        num_samples: int = 0,
+    ):
+        self.name = name
+        """Tune experiment name"""
+        self.storage_path = storage_path
+        """where Tune keeps its experiment state (not the results)"""
+        self.cpu, self.gpu = cpu, gpu
+        self.concurrency = concurrency
+        self.retries = retries
+        self.address = address
+        self.num_cpus = num_cpus
+        self.trial_fn = trial_fn
+        self.search = search
+        """a SearchSpec (grokray.sweep.spec) or None"""
+        self.prior = list(prior)
+        """finished (config, metric) pairs that warm-start the search"""
+        self.num_samples = num_samples
+        """new configs to sample in a search"""
+        self.started_ray = False
+
+    # -------------------------------------------------------------- Ray session
+
+    def connect(self) -> None:
+        """ray.init unless already connected; embedded local Ray when no address is given."""
+        for k, v in _TUNE_ENV.items():
+            os.environ.setdefault(k, v)
+        import logging
+
+        import ray
+
+        if ray.is_initialized():
+            return
+        kwargs: dict[str, Any] = dict(
+            include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
+            configure_logging=True,
+        )
+        address = self.address or os.environ.get("RAY_ADDRESS")
+        if address:
+            kwargs["address"] = address
+        elif self.num_cpus:
+            kwargs["num_cpus"] = self.num_cpus
+        ray.init(**kwargs)
+        self.started_ray = True
+
+    @staticmethod
+    def _quiet() -> None:
+        import logging
+
+        # Tune's ResultGrid looks for per-trial result.json files, which we do not write
+        logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
+
+    def check_resources(self) -> None:
+        """Fail early (GrokrayError) when no node could ever fit one trial."""
+        import ray
+
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        fits = any(
+            n["Resources"].get("CPU", 0) >= self.cpu and n["Resources"].get("GPU", 0) >= self.gpu
+            for n in nodes
+        )
+        if not fits and not os.environ.get("GROKRAY_AUTOSCALING"):
+            total = ray.cluster_resources()
+            raise GrokrayError(
+                f"no Ray node can fit a trial's resources (cpu {self.cpu:g}, gpu {self.gpu:g}); "
+                f"the cluster has cpu {total.get('CPU', 0):g}, gpu {total.get('GPU', 0):g} "
+                "(set resources in the spec, or GROKRAY_AUTOSCALING=1 on an autoscaling cluster)"
+            )
+
+    def shutdown(self) -> None:
+        """Stop the embedded Ray started by `connect` (not a cluster we joined)."""
+        import ray
+
+        if self.started_ray:
+            ray.shutdown()
+            self.started_ray = False
+
+    # -------------------------------------------------------------- running
+
+    def run(self, configs: Sequence[TrialConfig], sink: Sink) -> None:
+        if not configs and self.search is None:
+            return
+        self.connect()
+        self._quiet()
+        self.check_resources()
+        from ray import tune
+
+        dicts = [c.to_dict() for c in configs]
+        collector = _make_collector(sink, dicts)
+        # the configs travel once through the object store; a trial's params hold its index
+        # (a grid over the config dicts themselves costs Tune O(n^2) deep copies)
+        trainable = tune.with_resources(
+            tune.with_parameters(_tune_trainable, configs=dicts, trial_fn=self.trial_fn),
+            {"cpu": self.cpu, "gpu": self.gpu},
+        )
+        if self.search is None:
+            param_space = {"index": tune.grid_search(list(range(len(dicts))))}
+            tune_config = tune.TuneConfig(
+                num_samples=1, max_concurrent_trials=self.concurrency, reuse_actors=True,
+                trial_dirname_creator=_dirname, trial_name_creator=_dirname,
+            )
+        else:
+            param_space, tune_config = self._search_setup(configs)
+        tuner = tune.Tuner(
+            trainable,
+            param_space=param_space,
+            tune_config=tune_config,
+            run_config=tune.RunConfig(
+                name=self.name,
+                storage_path=self.storage_path,
+                verbose=0,
+                # a trial reports once, at its end: stop it right there rather than wait for
+                # Tune to poll the finished function thread (0.2 s per trial)
+                stop={"training_iteration": 1},
+                callbacks=[collector],
+                failure_config=tune.FailureConfig(max_failures=self.retries),
+                checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=False),
+            ),
+        )
+        tuner.fit()
+
+    def _search_setup(self, configs: Sequence[TrialConfig]) -> tuple[dict, Any]:
+        from ray import tune
+        from ray.tune.search.optuna import OptunaSearch
+
+        spec = self.search
+        (base,) = configs
+        space = {}
+        for key, (dist, args) in spec.space.items():
+            if dist == "choice":
+                space[_safe(key)] = tune.choice(args)
+            elif dist == "quniform":
+                space[_safe(key)] = tune.quniform(*args)
+            else:
+                space[_safe(key)] = getattr(tune, dist)(*args)
+        points, rewards = [], []
+        for cfg, value in self.prior:
+            if _isnan(value):
+                continue
+            flat = {k: _get(cfg, k) for k in spec.space}
+            points.append({_safe(k): v for k, v in flat.items()})
+            rewards.append(value)
+        searcher = OptunaSearch(
+            metric=spec.metric, mode=spec.mode, seed=spec.seed,
+            points_to_evaluate=points or None, evaluated_rewards=rewards or None,
+        )
+        param_space = {"config": base.to_dict(), "search": space}
+        tune_config = tune.TuneConfig(
+            search_alg=searcher, num_samples=self.num_samples,
+            max_concurrent_trials=self.concurrency, reuse_actors=True,
+            trial_dirname_creator=_dirname, trial_name_creator=_dirname,
+        )
+        # OptunaSearch reads metric/mode from itself; Tune must not set them twice
+        return param_space, tune_config
+
+
+def _get(cfg: TrialConfig, key: str) -> Any:
+    obj: Any = cfg
+    for part in key.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _dirname(trial: Any) -> str:
+    return f"trial_{trial.trial_id}"
+
+
+def _make_collector(sink: Sink, configs: Sequence[dict[str, Any]] = ()) -> Any:
+    """A Tune callback that forwards trial events to the sink, on the driver."""
+    cls = globals().get("_Collector") or _collector_class()
+    return cls(sink, configs)
+
+
+def _collector_class() -> type:
+    """Defined on first use (it subclasses tune.Callback) and kept as a module attribute, so
+    that Tune's pickling of its run config finds it by reference."""
+    from ray import tune
+
+    class _Collector(tune.Callback):
+        def __init__(self, sink: Sink, configs: Sequence[dict[str, Any]]) -> None:
+            self.reported: set[str] = set()
+            self.sink: Sink | None = sink
+            self.configs = configs
+
+        def __getstate__(self) -> dict:  # Tune pickles its run config: leave the sink out
+            return {"reported": set(self.reported)}
+
+        def __setstate__(self, state: dict) -> None:
+            self.reported, self.sink, self.configs = state["reported"], None, ()
+
+        def on_trial_start(self, iteration, trials, trial, **info):  # noqa: ANN001
+            if self.sink is not None:
+                self.sink.started(config_of(trial.config, self.configs))
+
+        def on_trial_result(self, iteration, trials, trial, result, **info):  # noqa: ANN001
+            payload = result.pop("payload", None)  # keep the payload out of Tune's state
+            if payload is None or trial.trial_id in self.reported or self.sink is None:
+                return
+            self.reported.add(trial.trial_id)
+            self.sink.finished(pickle.loads(payload))
+
+        def on_trial_error(self, iteration, trials, trial, **info):  # noqa: ANN001
+            if trial.trial_id in self.reported or self.sink is None:
+                return
+            self.reported.add(trial.trial_id)
+            err = trial.get_error() or "trial failed"
+            text = err if isinstance(err, str) else str(err)
+            lines = [ln for ln in text.splitlines() if ln.strip()]
+            last = lines[-1] if lines else text
+            self.sink.finished(Outcome(
+                config_of(trial.config, self.configs), None,
+                error=one_line(f"lost after {trial.run_metadata.num_failures} tries: {last}"),
+                traceback=text,
+            ))
+
+    _Collector.__module__ = __name__
+    globals()["_Collector"] = _Collector
+    return _Collector

@@ -1,0 +1,120 @@
+"""Progress of a running sweep: a live rich panel on a terminal, plain lines otherwise.
+
+Counts trials done / running / failed / pending, seeds grokked out of seeds finished, and an ETA
+from the seed-steps finished so far and the seed-steps left.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, TextIO
+
+from grokray.config import TrialConfig
+
+
+def fmt_seconds(s: float | None) -> str:
+    """`1h02m`, `3m05s`, `12s`, or `?`."""
+    if s is None or s != s or s == float("inf"):
+        return "?"
+    s = int(round(s))
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"
+
+
+class Display:
+    """Receives trial events from the writer and shows them."""
+
+    def __init__(self, n_trials: int, seed_steps: int, *, live: bool | None = None,
+                 stream: TextIO | None = None, title: str = "sweep"):
+        self.n_trials = n_trials
+        """trials this run will run"""
+        self.seed_steps_total = seed_steps
+        """seed-steps this run will run"""
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self.title = title
+        self.running: dict[str, TrialConfig] = {}
+        self.done = self.failed = 0
+        self.seeds_done = self.seeds_grokked = 0
+        self.seed_steps_done = 0
+        self.t0 = time.monotonic()
+        self._live: Any = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Display:
+        if self.live:
+            from rich.console import Console
+            from rich.live import Live
+
+            self._live = Live(self, console=Console(file=self.stream), refresh_per_second=4,
+                              transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+            self._live = None
+
+    # ------------------------------------------------------------------ events
+
+    def started(self, config: TrialConfig) -> None:
+        self.running[config.config_hash()] = config
+
+    def finished(self, outcome: Any, result: Any) -> None:
+        cfg = outcome.config
+        self.running.pop(cfg.config_hash(), None)
+        statuses = [s.status for s in result.seeds]
+        if outcome.error is not None:
+            self.failed += 1
+        else:
+            self.done += 1
+        self.seeds_done += len(statuses)
+        self.seeds_grokked += statuses.count("grokked")
+        self.seed_steps_done += len(cfg.seeds) * cfg.steps
+        if not self.live:
+            what = f"FAILED {outcome.error}" if outcome.error else \
+                f"{statuses.count('grokked')}/{len(statuses)} grokked"
+            print(f"[{self.done + self.failed}/{self.n_trials}] {cfg.arm} {cfg.group} "
+                  f"{cfg.config_hash()}: {what} ({outcome.wall_s:.1f}s) | {self.counts()}",
+                  file=self.stream, flush=True)
+
+    # ------------------------------------------------------------------ rendering
+
+    @property
+    def pending(self) -> int:
+        return max(0, self.n_trials - self.done - self.failed - len(self.running))
+
+    def eta(self) -> float | None:
+        """Seconds left, from the rate of seed-steps finished so far."""
+        if not self.seed_steps_done:
+            return None
+        rate = self.seed_steps_done / (time.monotonic() - self.t0)
+        return max(0.0, self.seed_steps_total - self.seed_steps_done) / rate
+
+    def counts(self) -> str:
+        return (f"done {self.done}, running {len(self.running)}, failed {self.failed}, "
+                f"pending {self.pending}; seeds grokked {self.seeds_grokked}/{self.seeds_done}; "
+                f"elapsed {fmt_seconds(time.monotonic() - self.t0)}, "
+                f"ETA {fmt_seconds(self.eta())}")
+
+    def __rich__(self) -> Any:
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+
+        t = Table.grid(padding=(0, 2))
+        finished = self.done + self.failed
+        t.add_row(f"[bold]{self.title}[/]",
+                  ProgressBar(total=max(1, self.n_trials), completed=finished, width=40),
+                  f"{finished}/{self.n_trials} trials")
+        t.add_row("", f"done [green]{self.done}[/]  running [cyan]{len(self.running)}[/]  "
+                      f"failed [red]{self.failed}[/]  pending {self.pending}", "")
+        t.add_row("", f"seeds grokked {self.seeds_grokked}/{self.seeds_done}  "
+                      f"elapsed {fmt_seconds(time.monotonic() - self.t0)}  "
+                      f"ETA {fmt_seconds(self.eta())}", "")
+        return t

@@ -1,0 +1,178 @@
+"""A sweep from spec to Parquet: what is missing (`make_plan`), then the one writer (`Writer`).
+
+Resume is by row identity `(config_hash, seed)`: a trial runs only the seeds of its config that
+have no row yet in `OUT/<sweep>/trials/` (failed rows count as done unless `rerun_failed`);
+`force` runs everything again into the new run id. After a rerun the older rows of the same
+identities are removed (`store.repair`), so the directory keeps one row per identity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import pandas as pd
+
+from grokray.config import TrialConfig
+from grokray.result import SeedResult, TrialResult
+from grokray.sweep import store
+from grokray.sweep.backend import Backend, Outcome
+from grokray.sweep.spec import SweepSpec
+
+
+@dataclass
+class Plan:
+    """What a run of a sweep will do."""
+
+    spec: SweepSpec
+    """the validated spec"""
+    run_id: str
+    """id of this run (file names, run_id column)"""
+    todo: list[TrialConfig]
+    """configs to run, each with only its missing seeds"""
+    n_trials: int
+    """configs in the spec (a search: num_samples)"""
+    n_seeds: int
+    """seeds per config"""
+    done_rows: int
+    """identities of the spec already on disk"""
+    failed_rows: int
+    """of those, rows with status failed"""
+    rerun: bool = False
+    """rows of `todo` may already exist (rerun_failed / force): repair after writing"""
+    prior: list[tuple[TrialConfig, float]] = field(default_factory=list)
+    """search: finished configs with their metric (warm start)"""
+    n_search_new: int = 0
+    """search: configs still to sample"""
+
+    @property
+    def todo_seeds(self) -> int:
+        """Seed-runs still to do."""
+        if self.spec.search is not None:
+            return self.n_search_new * self.n_seeds
+        return sum(len(c.seeds) for c in self.todo)
+
+    @property
+    def todo_seed_steps(self) -> int:
+        """Seed-steps still to do (the work left)."""
+        if self.spec.search is not None:
+            return self.todo_seeds * self.spec.base.steps
+        return sum(len(c.seeds) * c.steps for c in self.todo)
+
+    @property
+    def n_todo_trials(self) -> int:
+        """Tune trials still to run."""
+        return self.n_search_new if self.spec.search is not None else len(self.todo)
+
+
+def make_plan(spec: SweepSpec, *, rerun_failed: bool = False, force: bool = False,
+              run_id: str | None = None) -> Plan:
+    """Compare the spec with what is on disk (reads only; writes nothing)."""
+    run_id = run_id or store.new_run_id()
+    manifest = store.Manifest.load(spec.sweep_dir)
+    rows = manifest.rows
+    status = {(h, int(s)): st for h, s, st in
+              zip(rows["config_hash"], rows["seed"], rows["status"], strict=True)}
+    if spec.search is not None:
+        return _search_plan(spec, run_id, status, force)
+    todo: list[TrialConfig] = []
+    done = failed = 0
+    for cfg in spec.trials():
+        h = cfg.config_hash()
+        missing = []
+        for s in cfg.seeds:
+            st = status.get((h, s))
+            if st is not None:
+                done += 1
+                failed += st == "failed"
+            if force or st is None or (rerun_failed and st == "failed"):
+                missing.append(s)
+        if missing:
+            todo.append(cfg if missing == cfg.seeds else cfg.with_overrides({"seeds": missing}))
+    return Plan(spec=spec, run_id=run_id, todo=todo, n_trials=len(spec.trials()),
+                n_seeds=len(spec.seeds), done_rows=done, failed_rows=failed,
+                rerun=force or rerun_failed)
+
+
+def _search_plan(spec: SweepSpec, run_id: str, status: dict, force: bool) -> Plan:
+    from grokray.sweep.backend import trial_summary
+
+    done = failed = 0
+    prior: list[tuple[TrialConfig, float]] = []
+    if not force and status:
+        df = store.read_trials(spec.sweep_dir)
+        df = df[df["sweep"] == spec.name] if "sweep" in df else df
+        for _, grp in df.groupby("config_hash"):
+            cfg = TrialConfig.from_dict(_json(grp["config_json"].iloc[0]))
+            rows = grp.to_dict("records")
+            done += len(rows)
+            failed += sum(r["status"] == "failed" for r in rows)
+            prior.append((cfg, trial_summary(rows, cfg.steps)[spec.search.metric]))
+    new = max(0, spec.search.num_samples - len(prior))
+    return Plan(spec=spec, run_id=run_id, todo=[spec.base] if new else [],
+                n_trials=spec.search.num_samples, n_seeds=len(spec.seeds), done_rows=done,
+                failed_rows=failed, rerun=force, prior=prior, n_search_new=new)
+
+
+def _json(s: str) -> dict[str, Any]:
+    import json
+
+    return json.loads(s)
+
+
+def failed_result(cfg: TrialConfig, error: str, wall_s: float = 0.0) -> TrialResult:
+    """A TrialResult whose every seed is `failed` with `error` (for the trials table)."""
+    now = datetime.now(timezone.utc)
+    seeds = [SeedResult(seed=s, data_seed=cfg.seed_data_seed(s), status="failed", error=error)
+             for s in cfg.seeds]
+    return TrialResult(config=cfg, n_params=0, device="unknown", wall_s=wall_s, started_at=now,
+                       finished_at=now, seeds=seeds, curves=pd.DataFrame())
+
+
+class Writer:
+    """The sink on the driver: writes each finished trial at once, then tells the display."""
+
+    def __init__(self, plan: Plan, display: Any | None = None):
+        self.plan = plan
+        self.display = display
+        self.written: set[str] = set()
+        self.outcomes: list[Outcome] = []
+        """every outcome written, in order (node ids for tests and summaries)"""
+
+    def started(self, config: TrialConfig) -> None:
+        if self.display is not None:
+            self.display.started(config)
+
+    def finished(self, outcome: Outcome) -> None:
+        key = outcome.config.config_hash()
+        if key in self.written:  # a retried trial that had already reported
+            return
+        result = outcome.result
+        if result is None:
+            result = failed_result(outcome.config, outcome.error or "trial failed",
+                                   outcome.wall_s)
+        store.write_result(result, self.plan.spec.sweep_dir, sweep=self.plan.spec.name,
+                           run_id=self.plan.run_id)
+        self.written.add(key)
+        self.outcomes.append(outcome)
+        if self.display is not None:
+            self.display.finished(outcome, result)
+
+
+def run_plan(plan: Plan, backend: Backend, display: Any | None = None) -> Writer:
+    """Run what the plan says is missing; every finished trial is written as it ends."""
+    spec = plan.spec
+    store.repair(spec.sweep_dir)
+    store.write_plan(spec.sweep_dir, {
+        "sweep": spec.name, "spec": spec.path, "run_id": plan.run_id,
+        "n_trials": plan.n_trials, "seeds": spec.seeds,
+        "config_hashes": [c.config_hash() for c in spec.trials()],
+        "written_at": datetime.now(timezone.utc).isoformat(),
+    })
+    writer = Writer(plan, display)
+    if plan.n_todo_trials:
+        backend.run(plan.todo, writer)
+    if plan.rerun:
+        store.repair(spec.sweep_dir)
+    return writer

@@ -1,0 +1,399 @@
+"""`run_trial(cfg) -> TrialResult`: trains the S seeds of one config together. No Ray here.
+
+Every parameter, optimizer moment and filter state is stacked along a leading seed dimension, and
+every operation is per seed (batched matmuls, elementwise updates; the loss is the sum of the
+per-seed mean losses), so each seed follows exactly the path it would follow alone, to float
+tolerance. Seed s has its own model init, its own sampling stream, and its own split (from
+`data_seed`, or from s itself when `data_seed` is null). A seed that finishes (grokked and held)
+or diverges (non-finite loss) is dropped from the stack; the others go on.
+
+Step convention: the eval at step t is taken after t optimizer steps (t = 0, eval_every, ...,
+and the last step). `steps_run` counts optimizer steps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from grokray.config import TrialConfig
+from grokray.errors import ConfigError, GrokrayError
+from grokray.metrics.grokking import GrokDetector
+from grokray.models import get_model, seed_generator
+from grokray.optim import lambda_alg, lr_at, make_filter, make_optimizer
+from grokray.result import SeedResult, TrialResult
+
+LOGIT_BUDGET = 1 << 24  # elements of one eval logits chunk [S, chunk, n_out]
+
+
+@dataclass
+class Progress:
+    """What the progress callback receives at every evaluation."""
+
+    step: int
+    """optimizer steps done"""
+    steps: int
+    """step budget"""
+    n_seeds: int
+    """seeds in the trial"""
+    n_active: int
+    """seeds still training"""
+    n_grokked: int
+    """seeds that reached the grok threshold"""
+    best_val_acc: float
+    """best val acc over the seeds at this eval"""
+    steps_per_s: float
+    """optimizer steps per second so far (each step advances every active seed)"""
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+def resolve_device(name: str) -> torch.device:
+    """auto -> cuda when available, else cpu."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device {name!r} requested but CUDA is not available; valid: auto, cpu")
+    return torch.device(name)
+
+
+def run_trial(cfg: TrialConfig, progress: ProgressFn | None = None) -> TrialResult:
+    """Train every seed of `cfg`; returns per-seed outcomes and curves. Prints nothing."""
+    if cfg.arch == "rfm":
+        from grokray.models.rfm import run_rfm_trial
+
+        return run_rfm_trial(cfg)
+    return _Trial(cfg, progress).run()
+
+
+class _Trial:
+    """The state of one running trial (a class only to keep run_trial readable)."""
+
+    def __init__(self, cfg: TrialConfig, progress: ProgressFn | None) -> None:
+        from grokray.tasks import make_task, split
+
+        self.cfg, self.progress = cfg, progress
+        self.started_at = datetime.now(timezone.utc)
+        self.t0 = time.perf_counter()
+        self.device = resolve_device(cfg.device)
+        self.dtype = {"float32": torch.float32, "float64": torch.float64}[cfg.dtype]
+        self.metric_names = list(cfg.metrics.cheap) + list(cfg.metrics.costly)
+        if self.metric_names:
+            from grokray.metrics.mechanism import validate_metric_names
+
+            validate_metric_names(self.metric_names)
+        self.task = task = make_task(cfg.group, cfg.op)
+        self.seeds = list(cfg.seeds)
+        S = len(self.seeds)
+        dev = self.device
+        splits = [split(task, cfg.train_frac, cfg.seed_data_seed(s)) for s in self.seeds]
+        tr = torch.stack([t for t, _ in splits])  # [S, Ntr] task indices
+        self.n_train = tr.shape[1]
+        self.a, self.b, self.y = task.a.to(dev), task.b.to(dev), task.y.to(dev)
+        self.tr = tr.to(dev)
+        self.a_tr, self.b_tr, self.y_tr = self.a[self.tr], self.b[self.tr], self.y[self.tr]
+        N = len(task)
+        self.full_eval = N <= cfg.metrics.eval_max_pairs
+        if self.full_eval:
+            mask = torch.zeros(S, N, dtype=torch.bool)
+            mask[torch.arange(S)[:, None], tr] = True
+            self.train_mask = mask.to(dev)  # [S, N]
+        else:
+            m = cfg.metrics.eval_max_pairs
+            self.ev_tr = torch.stack([_subsample(t, m, s, 3) for (t, _), s in
+                                      zip(splits, self.seeds)]).to(dev)  # [S, m_tr]
+            self.ev_val = torch.stack([_subsample(v, m, s, 4) for (_, v), s in
+                                       zip(splits, self.seeds)]).to(dev)  # [S, m_val]
+        self.model = get_model(cfg.arch)(cfg, task.n_in, task.n_out, self.seeds, dev, self.dtype)
+        self.n_params = get_model(cfg.arch).count_params(cfg, task.n_in, task.n_out)
+        self.wd = {k: _weight_decay(cfg, g) for k, g in self.model.wd_groups.items()}
+        self.opt = make_optimizer(self.model.params, self.wd, cfg.optim)
+        self.filt = make_filter(cfg.grokfast)
+        bs = cfg.optim.batch_size
+        if bs is None:
+            bs = self.n_train if self.n_train <= cfg.optim.max_full_batch else \
+                cfg.optim.max_full_batch
+        self.batch = min(bs, self.n_train)
+        self.batcher = None if self.batch >= self.n_train else _Batcher(
+            self.seeds, self.n_train, self.batch)
+        self.has_aux = bool(self.model.aux_weights)
+        self.detector = GrokDetector(cfg.metrics.grok_threshold, cfg.metrics.memorize_threshold,
+                                     cfg.metrics.patience)
+        self.active = list(range(S))  # positions (into self.seeds) still in the stack
+        self.outcome: dict[int, SeedResult] = {}
+        self.rows: list[dict] = []
+        self.last: dict[int, dict[str, float]] = {}
+        self.n_evals = 0
+
+    # ------------------------------------------------------------------ main loop
+
+    def run(self) -> TrialResult:
+        cfg = self.cfg
+        step = 0
+        t_loop = time.perf_counter()
+        try:
+            self._evaluate(0, final=False)
+            check_every = 1 if self.device.type == "cpu" else 16
+            while step < cfg.steps and self.active:
+                loss = self._train_step(step)
+                step += 1
+                if step % check_every == 0 or step % cfg.eval_every == 0 or step == cfg.steps:
+                    self._check_finite(loss, step - 1)
+                if not self.active:
+                    break
+                if step % cfg.eval_every == 0 or step == cfg.steps:
+                    self._evaluate(step, final=step == cfg.steps)
+                    if self.progress is not None:
+                        self._report(step, t_loop)
+        except GrokrayError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed trial is a result, not a crash
+            msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+            for pos in self.active:
+                self._finish(pos, "failed", step, error=msg)
+            self.active = []
+        for pos in list(self.active):
+            tr = self.detector.tracks.get(self.seeds[pos])
+            grokked = tr is not None and tr.grok_step is not None
+            self._finish(pos, "grokked" if grokked else "not_grokked", step)
+        return self._result()
+
+    def _train_step(self, step: int) -> torch.Tensor:
+        cfg, model = self.cfg, self.model
+        if self.batcher is None:
+            a, b, y = self.a_tr, self.b_tr, self.y_tr
+        else:
+            idx = self.batcher.next([self.seeds[p] for p in self.active]).to(self.device)
+            idx = self.tr.gather(1, idx)  # [S, B] task indices
+            a, b, y = self.a[idx], self.b[idx], self.y[idx]
+        logits = model.logits(a, b)  # [S, B, n_out]
+        S, B, n = logits.shape
+        task_loss = F.cross_entropy(logits.reshape(S * B, n), y.reshape(-1),
+                                    reduction="none").view(S, B).mean(1)  # [S]
+        total = task_loss
+        lam = lambda_alg(step, cfg.forge, cfg.steps) if self.has_aux else 0.0
+        if lam > 0.0:
+            aux = model.aux_losses()
+            alg = sum(model.aux_weights[k] * v for k, v in aux.items())
+            total = total + lam * alg
+        names = list(model.params)
+        ps = [model.params[k] for k in names]
+        gs = torch.autograd.grad(total.sum(), ps, allow_unused=True)
+        # a parameter unused at this step (g_phi once lambda_alg is 0) gets a zero gradient
+        grads = {k: torch.zeros_like(p) if g is None else g for k, p, g in zip(names, ps, gs)}
+        if self.filt is not None:
+            grads = self.filt(grads)
+        self.opt.step(model.params, grads, lr_at(step, cfg.optim, cfg.steps))
+        return total.detach()
+
+    def _check_finite(self, loss: torch.Tensor, step: int) -> None:
+        bad = ~torch.isfinite(loss)
+        if not bool(bad.any()):
+            return
+        dropped = [self.active[i] for i in torch.nonzero(bad).flatten().tolist()]
+        for pos in dropped:
+            self._finish(pos, "diverged", step, error=f"non-finite loss at step {step}")
+        self._drop(dropped)
+
+    # ------------------------------------------------------------------ evaluation
+
+    @torch.no_grad()
+    def _evaluate(self, step: int, final: bool) -> None:
+        cfg, model = self.cfg, self.model
+        act = torch.tensor(self.active, device=self.device)
+        if self.full_eval:
+            loss, correct, pred = self._eval_all()  # [S, N] each
+            mask = self.train_mask[act]
+            m = mask.to(loss.dtype)
+            v = 1.0 - m
+            tr_loss, tr_acc = (loss * m).sum(1) / m.sum(1), (correct * m).sum(1) / m.sum(1)
+            va_loss, va_acc = (loss * v).sum(1) / v.sum(1), (correct * v).sum(1) / v.sum(1)
+        else:
+            pred = None
+            tr_loss, tr_acc = self._eval_idx(self.ev_tr[act])
+            va_loss, va_acc = self._eval_idx(self.ev_val[act])
+        cols: dict[str, torch.Tensor] = {
+            "train_loss": tr_loss, "train_acc": tr_acc, "val_loss": va_loss, "val_acc": va_acc,
+        }
+        scalars = {"lr": lr_at(step, cfg.optim, cfg.steps)}
+        if self.has_aux:
+            for k, val in model.aux_losses().items():
+                cols[f"loss_{k}"] = val
+            scalars["lambda_alg"] = lambda_alg(step, cfg.forge, cfg.steps)
+        if self.metric_names:
+            cols.update(self._mechanism(pred, final))
+        table = {k: v.detach().to("cpu", torch.float64).tolist() for k, v in cols.items()}
+        finished, diverged = [], []
+        for i, pos in enumerate(self.active):
+            seed = self.seeds[pos]
+            row = {"seed": seed, "step": step, **{k: v[i] for k, v in table.items()}, **scalars}
+            self.rows.append(row)
+            self.last[pos] = row
+            if not all(map(_finite, (row["train_loss"], row["val_loss"]))):
+                diverged.append(pos)
+                continue
+            track = self.detector.update(seed, step, row["train_acc"], row["val_acc"])
+            if track.finished:
+                finished.append(pos)
+        for pos in diverged:
+            self._finish(pos, "diverged", step, error=f"non-finite eval loss at step {step}")
+        for pos in finished:
+            self._finish(pos, "grokked", step)
+        self._drop(diverged + finished)
+        self.n_evals += 1
+
+    def _eval_all(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Loss, correctness and prediction on every task pair: [S, N] each (shared inputs)."""
+        S, N, n_out = len(self.active), len(self.task), self.task.n_out
+        chunk = max(1, LOGIT_BUDGET // max(1, S * n_out))
+        losses, corrects, preds = [], [], []
+        for i in range(0, N, chunk):
+            a, b, y = self.a[i:i + chunk], self.b[i:i + chunk], self.y[i:i + chunk]
+            logits = self.model.logits(a, b)  # [S, C, n_out]
+            C = logits.shape[1]
+            losses.append(F.cross_entropy(logits.reshape(S * C, n_out), y.repeat(S),
+                                          reduction="none").view(S, C))
+            p = logits.argmax(-1)
+            preds.append(p)
+            corrects.append((p == y).to(logits.dtype))
+        return torch.cat(losses, 1), torch.cat(corrects, 1), torch.cat(preds, 1)
+
+    def _eval_idx(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean loss and accuracy over per-seed task indices idx [S, m]."""
+        S, m = idx.shape
+        n_out = self.task.n_out
+        chunk = max(1, LOGIT_BUDGET // max(1, S * n_out))
+        loss_sum = torch.zeros(S, device=self.device, dtype=torch.float64)
+        acc_sum = torch.zeros_like(loss_sum)
+        for i in range(0, m, chunk):
+            j = idx[:, i:i + chunk]
+            logits = self.model.logits(self.a[j], self.b[j])
+            C = logits.shape[1]
+            y = self.y[j]
+            loss_sum += F.cross_entropy(logits.reshape(S * C, n_out), y.reshape(-1),
+                                        reduction="none").view(S, C).sum(1).double()
+            acc_sum += (logits.argmax(-1) == y).sum(1).double()
+        return loss_sum / m, acc_sum / m
+
+    def _mechanism(self, pred: torch.Tensor | None, final: bool) -> dict[str, torch.Tensor]:
+        from grokray.metrics.mechanism import MetricInputs, compute_eval_metrics, metrics_due
+
+        names = metrics_due(self.cfg.metrics, self.n_evals, final)
+        if not names:
+            return {}
+        task, embs = self.task, self.model.embeddings()
+        if "Ea" in embs and "Eb" in embs:
+            E = torch.cat([embs["Ea"], embs["Eb"]], -1)
+        else:
+            E = embs.get("E")
+        n = task.n_in
+        table = None
+        if pred is not None and len(task) == n * n:
+            table = torch.empty_like(pred)
+            table[:, task.a * n + task.b] = pred
+            table = table.view(-1, n, n)
+        inputs = MetricInputs(group=task.group, E=E, pred_table=table)
+        out = compute_eval_metrics(inputs, names)
+        return {f"metric_{k}": v for k, v in out.items()}
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def _finish(self, pos: int, status: str, step: int, error: str | None = None) -> None:
+        seed = self.seeds[pos]
+        tr = self.detector.tracks.get(seed)
+        last = self.last.get(pos, {})
+        self.outcome[pos] = SeedResult(
+            seed=seed, data_seed=self.cfg.seed_data_seed(seed), status=status, error=error,
+            grok_step=tr.grok_step if tr else None,
+            memorize_step=tr.memorize_step if tr else None,
+            ungrok_step=tr.ungrok_step if tr else None,
+            steps_run=step,
+            final={f"final_{k}": float(last[k]) for k in
+                   ("train_acc", "val_acc", "train_loss", "val_loss") if k in last},
+        )
+
+    def _drop(self, positions: list[int]) -> None:
+        """Remove finished seeds from every stacked state."""
+        if not positions:
+            return
+        keep_pos = [i for i, p in enumerate(self.active) if p not in positions]
+        self.active = [self.active[i] for i in keep_pos]
+        if not self.active:
+            return
+        keep = torch.tensor(keep_pos, device=self.device)
+        self.model.select(keep)
+        self.opt.select(keep)
+        if self.filt is not None:
+            self.filt.select(keep)
+        self.tr, self.a_tr = self.tr[keep], self.a_tr[keep]
+        self.b_tr, self.y_tr = self.b_tr[keep], self.y_tr[keep]
+
+    def _report(self, step: int, t_loop: float) -> None:
+        assert self.progress is not None
+        grokked = sum(t.grok_step is not None for t in self.detector.tracks.values())
+        last_step_rows = [r for r in self.rows[-len(self.seeds):] if r["step"] == step]
+        best = max((r["val_acc"] for r in last_step_rows), default=float("nan"))
+        dt = max(1e-9, time.perf_counter() - t_loop)
+        self.progress(Progress(step, self.cfg.steps, len(self.seeds), len(self.active), grokked,
+                               best, step / dt))
+
+    def _result(self) -> TrialResult:
+        from grokray.metrics.mechanism import summarize
+
+        cols = ["seed", "step", "train_loss", "train_acc", "val_loss", "val_acc"]
+        curves = pd.DataFrame(self.rows) if self.rows else pd.DataFrame(columns=cols)
+        seeds = [self.outcome[p] for p in range(len(self.seeds))]
+        if self.rows:
+            grok = {s.seed: s.grok_step for s in seeds}
+            for seed, summary in summarize(curves, grok).items():
+                for s in seeds:
+                    if s.seed == seed:
+                        s.metrics.update(summary)
+        finished = datetime.now(timezone.utc)
+        return TrialResult(
+            config=self.cfg, n_params=self.n_params, device=str(self.device),
+            wall_s=time.perf_counter() - self.t0, started_at=self.started_at,
+            finished_at=finished, seeds=seeds, curves=curves, group_order=self.task.n_in,
+        )
+
+
+class _Batcher:
+    """Per-seed shuffled mini-batches of positions in the train set (each seed its own stream)."""
+
+    def __init__(self, seeds: list[int], n: int, batch: int) -> None:
+        self.n, self.batch = n, batch
+        self.gens = {s: seed_generator(s, 2) for s in seeds}
+        self.perm: dict[int, torch.Tensor] = {}
+        self.pos = 0
+
+    def next(self, seeds: list[int]) -> torch.Tensor:
+        """[S, batch] positions for the given (still active) seeds."""
+        if self.pos + self.batch > self.n or not self.perm:
+            self.perm = {s: torch.randperm(self.n, generator=g) for s, g in self.gens.items()}
+            self.pos = 0
+        out = torch.stack([self.perm[s][self.pos:self.pos + self.batch] for s in seeds])
+        self.pos += self.batch
+        return out
+
+
+def _subsample(idx: torch.Tensor, m: int, seed: int, stream: int) -> torch.Tensor:
+    if len(idx) <= m:
+        return idx
+    return idx[torch.randperm(len(idx), generator=seed_generator(seed, stream))[:m]]
+
+
+def _weight_decay(cfg: TrialConfig, group: str) -> float:
+    f, wd = cfg.forge, cfg.optim.weight_decay
+    value = {"embed": f.wd_embed, "dad": f.wd_dad, "other": f.wd_other}.get(group)
+    return wd if value is None else value
+
+
+def _finite(x: float) -> bool:
+    return x == x and x not in (float("inf"), float("-inf"))

@@ -1,0 +1,57 @@
+"""Shared bits of the sweep integration tests: a tiny spec and a synthetic trial function."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import pandas as pd
+
+from grokray.config import TrialConfig
+from grokray.result import SeedResult, TrialResult
+
+TINY = """\
+name: tiny
+out: {out}
+config:
+  train_frac: 0.6
+  device: cpu
+  model: {{d: 8, hidden: 16, rank: 8}}
+axes:
+  group: {groups}
+  arch: [mlp, forge]
+seeds: 2
+steps: {steps}
+eval_every: 10
+resources: {{cpu: 1}}
+concurrency: {concurrency}
+retries: 1
+"""
+
+
+def tiny_spec(tmp_path, groups=("Z5", "S3"), steps=20, concurrency=2, name="tiny.yaml"):
+    path = tmp_path / name
+    path.write_text(TINY.format(out=tmp_path / "out", groups="[" + ", ".join(groups) + "]",
+                                steps=steps, concurrency=concurrency))
+    return path
+
+
+def synthetic(cfg: TrialConfig, sleep: float = 0.0) -> TrialResult:
+    """A TrialResult without training (grokked at step 10); raises when group is S3."""
+    if cfg.group == "S3":
+        raise RuntimeError("boom: S3 is cursed")
+    time.sleep(sleep)
+    now = datetime.now(timezone.utc)
+    curves = pd.DataFrame({"seed": list(cfg.seeds), "step": 10, "train_loss": 0.1,
+                           "train_acc": 1.0, "val_loss": 0.1, "val_acc": 1.0})
+    seeds = [SeedResult(seed=s, data_seed=s, status="grokked", grok_step=10, steps_run=10,
+                        final={"final_val_acc": 1.0}) for s in cfg.seeds]
+    return TrialResult(config=cfg, n_params=1, device="cpu", wall_s=sleep, started_at=now,
+                       finished_at=now, seeds=seeds, curves=curves, group_order=1)
+
+
+def slow_synthetic(cfg: TrialConfig) -> TrialResult:
+    """`synthetic` that takes a second (to have trials in flight when a node goes)."""
+    if cfg.group == "S3":
+        cfg = cfg.with_overrides({"group": "Z3"})
+    return synthetic(cfg, sleep=1.0)

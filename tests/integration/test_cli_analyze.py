@@ -1,0 +1,80 @@
+"""`grokray analyze ...` end to end on the tiny fixture sweeps, through grokray.cli.main."""
+
+import csv
+import importlib.util
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from grokray.cli import main
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    spec = importlib.util.spec_from_file_location("grokray_tiny_fixture", FIX / "tiny.py")
+    tiny = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tiny)
+    root = tmp_path_factory.mktemp("out")
+    tiny.write_ablation(root / "tiny_ablation")
+    tiny.write_capacity(root / "tiny_capacity")
+    return root
+
+
+def test_scaling_json_and_plot(out, capsys, tmp_path):
+    rc = main(["analyze", "scaling", str(out / "tiny_ablation"), "--arms", "forge",
+               "forge+grokfast", "--compare", "forge", "forge+grokfast", "--bootstrap", "50",
+               "--format", "json", "--plot", str(tmp_path / "s.png")])
+    assert rc == 0 and (tmp_path / "s.png").stat().st_size > 0
+    tables = json.loads(capsys.readouterr().out)
+    fits = {r["arm"]: r for r in tables[0]["rows"]}
+    assert fits["forge"]["censored"] == 1 and fits["forge+grokfast"]["excluded"] == 1
+    assert 0 < fits["forge"]["alpha"] < 1
+    assert tables[1]["rows"][0]["arm_b"] == "forge+grokfast"
+
+
+def test_signtest_csv(out, capsys):
+    rc = main(["analyze", "signtest", str(out / "tiny_ablation"), "--arms", "forge", "mlp",
+               "--metric", "metric_eff_modes", "--alternative", "greater", "--format", "csv",
+               "--where", "group=Z5"])
+    assert rc == 0
+    row = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))[0]
+    assert (row["pairs"], row["a>b"], row["p_sign"]) == ("3", "3", "0.125")
+
+
+@pytest.mark.parametrize("cmd", [
+    ["speedup", "tiny_ablation", "--baseline", "mlp", "--bootstrap", "50", "--format", "tex"],
+    ["phase", "tiny_capacity"],
+    ["curves", "tiny_ablation", "--arms", "forge", "mlp"],
+])
+def test_table_commands_with_plots(out, capsys, tmp_path, cmd):
+    png = tmp_path / "x.png"
+    args = ["analyze", cmd[0], str(out / cmd[1]), *cmd[2:], "--plot", str(png)]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert text.strip() and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_report(out, capsys):
+    rc = main(["analyze", "report", str(out / "tiny_ablation"), str(out / "tiny_capacity"),
+               "--bootstrap", "50"])
+    assert rc == 0
+    report = out / "tiny_ablation" / "report" / "report.md"
+    assert str(report) in capsys.readouterr().out
+    assert "Paper numbers beside measured ones" in report.read_text()
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["phase", "NOPE"], "no such sweep output dir"),
+    (["signtest", "tiny_ablation", "--arms", "forge", "gpt"], "arm 'gpt' not present"),
+    (["scaling", "tiny_ablation", "--arms", "mlp", "--medians"], "too few points"),
+    (["curves", "tiny_capacity"], "no curves"),
+])
+def test_user_errors_exit_2_with_one_line(out, capsys, args, msg):
+    path = args[1] if args[1] == "NOPE" else str(out / args[1])
+    assert main(["analyze", args[0], path, *args[2:]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert msg in err and "\n" not in err and err.startswith("grokray analyze: error:")

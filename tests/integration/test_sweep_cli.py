@@ -1,0 +1,96 @@
+"""`grokray sweep` through the CLI on a real (embedded) Ray: tables, resume, new axis values,
+and a raising trial. One Ray session for the module."""
+
+from __future__ import annotations
+
+import sys
+
+import pandas as pd
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from grokray.cli import main as cli_main  # noqa: E402
+from grokray.schema import (  # noqa: E402
+    CURVE_REQUIRED_COLUMNS,
+    IDENTITY_COLUMNS,
+    OUTCOME_COLUMNS,
+    PROVENANCE_COLUMNS,
+)
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import _sweep_helpers as helpers  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_session():
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(helpers)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _files(out, sub):
+    return sorted(p.name for p in (out / "tiny" / sub).glob("*.parquet"))
+
+
+def test_smoke_tables_resume_and_new_axis_value(tmp_path, capsys):
+    spec = helpers.tiny_spec(tmp_path)
+    out = tmp_path / "out"
+    assert cli_main(["sweep", str(spec), "--plain"]) == 0
+    trials = pd.concat(pd.read_parquet(p) for p in (out / "tiny" / "trials").glob("*.parquet"))
+    curves = pd.concat(pd.read_parquet(p) for p in (out / "tiny" / "curves").glob("*.parquet"))
+    assert len(trials) == 2 * 2 * 2  # groups x archs x seeds
+    for col in IDENTITY_COLUMNS + OUTCOME_COLUMNS + PROVENANCE_COLUMNS + [
+            "group", "arch", "arm", "model_d", "optim_lr", "group_order", "config_json"]:
+        assert col in trials.columns, col
+    assert set(CURVE_REQUIRED_COLUMNS) <= set(curves.columns)
+    assert trials.groupby(["config_hash", "seed"]).size().max() == 1
+    assert set(trials["status"]) <= {"grokked", "not_grokked", "diverged"}
+    assert trials["ray_version"].notna().all()
+    first = _files(out, "trials")
+
+    capsys.readouterr()
+    assert cli_main(["sweep", str(spec), "--plain"]) == 0  # nothing missing: nothing runs
+    assert "nothing to run" in capsys.readouterr().out
+    assert _files(out, "trials") == first
+
+    helpers.tiny_spec(tmp_path, groups=("Z5", "S3", "Z4"))  # one new axis value
+    assert cli_main(["sweep", str(spec), "--dry-run"]) == 0
+    dry = capsys.readouterr().out
+    assert "done: 8/12" in dry and "to run: 2 trials, 4 seed-runs" in dry
+    assert cli_main(["sweep", str(spec), "--plain"]) == 0
+    now = _files(out, "trials")
+    assert set(first) < set(now) and len(now) == len(first) + 2
+    trials = pd.concat(pd.read_parquet(p) for p in (out / "tiny" / "trials").glob("*.parquet"))
+    assert len(trials) == 12 and set(trials[~trials["file_new"]]["group"]) == {"Z4"} \
+        if "file_new" in trials else len(trials) == 12
+    assert set(trials.groupby("group").size()) == {4}
+
+    assert cli_main(["status", str(out / "tiny")]) == 0
+    status = capsys.readouterr().out
+    assert "12 seed-rows of 12 planned, 0 pending" in status and "arch=forge" in status
+
+
+def test_raising_trial_gives_failed_rows_and_the_rest_finish(tmp_path):
+    from grokray.sweep.backend import RayBackend
+    from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.spec import load_spec
+
+    spec = load_spec(helpers.tiny_spec(tmp_path))
+    plan = make_plan(spec)
+    backend = RayBackend(name="fail", storage_path=str(tmp_path / "ray"), concurrency=2,
+                         retries=0, trial_fn=helpers.synthetic)
+    run_plan(plan, backend)
+    trials = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out" / "tiny" / "trials")
+                       .glob("*.parquet"))
+    assert len(trials) == 8
+    bad = trials[trials["group"] == "S3"]
+    assert list(bad["status"].unique()) == ["failed"]
+    assert bad["error"].str.contains("RuntimeError: boom: S3 is cursed").all()
+    assert (trials[trials["group"] == "Z5"]["status"] == "grokked").all()
+
+    again = make_plan(spec, rerun_failed=True)
+    assert len(again.todo) == 2 and {c.group for c in again.todo} == {"S3"}
