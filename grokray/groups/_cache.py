@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-FORMAT = 1  # bump when the layout or the numbering of elements or classes changes
+FORMAT = 2  # bump when the layout or the numbering of elements or classes changes
 DISK_MIN_ORDER = 256
 
 

@@ -11,7 +11,7 @@ import torch
 from grokray.errors import GroupError
 from grokray.groups import _cache
 from grokray.groups._characters import abelian_character_table, character_table, degrees_of
-from grokray.groups._classes import class_mult, conjugacy_classes
+from grokray.groups._classes import class_matrix_combination, class_mult, conjugacy_classes
 
 # the full class-multiplication tensor is refused above this many entries (k^3)
 MAX_CLASS_MULT_ENTRIES = 50_000_000
@@ -119,8 +119,6 @@ class Group:
 
     def class_matrix(self, j: int) -> np.ndarray:
         """int64 [k, k]: M[i, l] = c[j, i, l], the matrix of multiplication by class C_j."""
-        from grokray.groups._classes import class_matrix_combination
-
         w = np.zeros(self.num_classes)
         w[j] = 1.0
         M = class_matrix_combination(

@@ -250,7 +250,7 @@ class RFM:
         self.history_: list[dict[str, float]] = []
         self.Ms_: list[torch.Tensor] = []
         for t in range(self.iters + 1):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             alpha, K = self._solve(M)  # [n, c], [n, n]
             F = K @ alpha  # [n, c] train predictions
             row = {"iter": float(t)}
@@ -269,6 +269,7 @@ class RFM:
                     raise FloatingPointError(f"RFM: non-finite AGOP at iteration {t}")
                 M = M_next
             row["wall_s"] = time.perf_counter() - t0
+            row["cpu_s"] = time.process_time() - c0
             self.history_.append(row)
         self.M_ = M
         self.dual_coef_ = alpha

@@ -215,7 +215,8 @@ class Transformer:
             q = torch.einsum("sbtd,shde->sbhte", hq, p[f"W_Q.{i}"])  # [S, B, H, Tq, e]
             k = torch.einsum("sbtd,shde->sbhte", h, p[f"W_K.{i}"])  # [S, B, H, T, e]
             scores = q @ k.transpose(-1, -2) / math.sqrt(self.e)  # [S, B, H, Tq, T]
-            visible = torch.tensor(tq, device=h.device)[:, None] >= torch.arange(T, device=h.device)
+            pos = torch.arange(T, device=h.device)
+            visible = pos[tq][:, None] >= pos  # [Tq, T]: causal mask
             scores = scores.masked_fill(~visible, float("-inf"))
             pattern = scores.softmax(-1)  # [S, B, H, Tq, T]
             z = pattern @ v  # [S, B, H, Tq, e]

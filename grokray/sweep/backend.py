@@ -310,6 +310,19 @@ class RayBackend:
         self.connect()
         self._quiet()
         self.check_resources()
+        pending = list(configs)
+        # Tune retries a lost trial itself (FailureConfig), but a retry can land on a cached
+        # actor of the node that just died; what Tune gives up on gets fresh rounds here
+        for round_ in range(self.retries + 1):
+            lost = self._fit(pending, sink)
+            if not lost or self.search is not None or round_ == self.retries:
+                break
+            pending = [out.config for out in lost]
+        for out in lost:
+            sink.finished(out)
+
+    def _fit(self, configs: Sequence[TrialConfig], sink: Sink) -> list[Outcome]:
+        """One Tuner.fit over `configs`; returns the outcomes of trials Tune gave up on."""
         from ray import tune
 
         dicts = [c.to_dict() for c in configs]
@@ -345,6 +358,7 @@ class RayBackend:
             ),
         )
         tuner.fit()
+        return collector.lost
 
     def _search_setup(self, configs: Sequence[TrialConfig]) -> tuple[dict, Any]:
         from ray import tune
@@ -408,12 +422,15 @@ def _collector_class() -> type:
             self.reported: set[str] = set()
             self.sink: Sink | None = sink
             self.configs = configs
+            self.lost: list[Outcome] = []
+            """trials Tune gave up on (worker or node lost): the backend decides"""
 
         def __getstate__(self) -> dict:  # Tune pickles its run config: leave the sink out
             return {"reported": set(self.reported)}
 
         def __setstate__(self, state: dict) -> None:
             self.reported, self.sink, self.configs = state["reported"], None, ()
+            self.lost = []
 
         def on_trial_start(self, iteration, trials, trial, **info):  # noqa: ANN001
             if self.sink is not None:
@@ -434,7 +451,7 @@ def _collector_class() -> type:
             text = err if isinstance(err, str) else str(err)
             lines = [ln for ln in text.splitlines() if ln.strip()]
             last = lines[-1] if lines else text
-            self.sink.finished(Outcome(
+            self.lost.append(Outcome(
                 config_of(trial.config, self.configs), None,
                 error=one_line(f"lost after {trial.run_metadata.num_failures} tries: {last}"),
                 traceback=text,

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from grokray.errors import GroupError
-from grokray.groups import EXAMPLES, FAMILIES, get_group, parse
+from grokray.groups import EXAMPLES, FAMILIES, SCALING_GROUPS, get_group, parse
 from grokray.groups import _build as build_cached
 
 
@@ -263,3 +263,19 @@ def test_disk_cache_off(tmp_path, monkeypatch):
     build_cached.cache_clear()
     assert get_group("D200").order == 400
     assert not any(tmp_path.rglob("*.npz"))
+
+
+def test_scaling_groups_span_6_to_2520():
+    orders = [parse(name).order for name in SCALING_GROUPS]
+    assert len(set(SCALING_GROUPS)) == 20
+    assert min(orders) == 6 and max(orders) == 2520 and 1009 in orders
+
+
+def test_group_pickles():
+    import pickle
+
+    G = get_group("D5")
+    _ = G.characters
+    H = pickle.loads(pickle.dumps(G))
+    assert H.name == "D5" and torch.equal(H.table, G.table)
+    assert np.array_equal(H.characters, G.characters)

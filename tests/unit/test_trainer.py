@@ -1,0 +1,156 @@
+import math
+
+import pytest
+import torch
+
+from grokray.config import OptimConfig, TrialConfig
+from grokray.metrics.grokking import GrokDetector
+from grokray.optim.optimizers import SeedAdamW, SeedSGD
+from grokray.trainer import _Trial, run_trial
+
+
+def _cfg(**over):
+    base = {"group": "S3", "steps": 40, "eval_every": 10, "seeds": [0, 1, 2], "dtype": "float64",
+            "device": "cpu", "model.d": 8, "model.hidden": 16, "model.rank": 8,
+            "forge.inv_hidden": 8, "optim.lr": 1e-2}
+    base.update(over)
+    return TrialConfig.from_dict(base)
+
+
+CURVE = ["train_loss", "train_acc", "val_loss", "val_acc"]
+
+
+@pytest.mark.parametrize("over", [
+    {"arch": "mlp"},
+    {"arch": "forge"},
+    {"arch": "forge", "grokfast.filter": "ema", "forge.decode": "separate"},
+    {"arch": "mlp", "grokfast.filter": "ma", "grokfast.window": 5, "optim.batch_size": 8},
+    {"arch": "forge", "forge.alg_full_max": 2, "forge.alg_samples": 16, "optim.name": "sgd",
+     "optim.momentum": 0.9},
+])
+def test_batched_seeds_equal_separate_runs(over):
+    together = run_trial(_cfg(**over)).curves
+    for seed in (0, 2):
+        alone = run_trial(_cfg(**over, seeds=[seed])).curves
+        mine = together[together.seed == seed].reset_index(drop=True)
+        assert len(mine) == len(alone) == 5
+        for c in alone.columns:
+            torch.testing.assert_close(torch.tensor(mine[c].to_numpy(dtype=float)),
+                                       torch.tensor(alone[c].to_numpy(dtype=float)),
+                                       rtol=1e-9, atol=1e-12)
+
+
+def test_seeds_differ_and_data_seed_fixes_split():
+    r = run_trial(_cfg(arch="mlp", steps=10))
+    first = r.curves[r.curves.step == 10].val_loss.to_numpy()
+    assert len(set(first.round(12))) == 3
+    assert [s.data_seed for s in r.seeds] == [0, 1, 2]
+    r2 = run_trial(_cfg(arch="mlp", steps=10, data_seed=7))
+    assert [s.data_seed for s in r2.seeds] == [7, 7, 7]
+
+
+def test_deterministic():
+    a = run_trial(_cfg(arch="forge", dtype="float32"))
+    b = run_trial(_cfg(arch="forge", dtype="float32"))
+    assert a.curves.equals(b.curves)
+
+
+def test_adamw_equals_torch_per_seed():
+    S = 3
+    g = torch.Generator().manual_seed(0)
+    params = {"a": torch.randn(S, 4, 5, generator=g, dtype=torch.float64),
+              "b": torch.randn(S, 5, generator=g, dtype=torch.float64)}
+    wd = {"a": 0.5, "b": 0.0}
+    cfg = OptimConfig(lr=0.05, beta1=0.8, beta2=0.95, eps=1e-6)
+    opt = SeedAdamW(params, wd, cfg)
+    refs = []
+    for s in range(S):
+        ps = {k: v[s].clone().requires_grad_() for k, v in params.items()}
+        o = torch.optim.AdamW([{"params": [ps["a"]], "weight_decay": 0.5},
+                               {"params": [ps["b"]], "weight_decay": 0.0}],
+                              lr=0.05, betas=(0.8, 0.95), eps=1e-6)
+        refs.append((ps, o))
+    for _ in range(7):
+        grads = {k: torch.randn(v.shape, generator=g, dtype=torch.float64)
+                 for k, v in params.items()}
+        opt.step(params, grads, 0.05)
+        for s, (ps, o) in enumerate(refs):
+            for k in ps:
+                ps[k].grad = grads[k][s].clone()
+            o.step()
+    for s, (ps, _) in enumerate(refs):
+        for k in ps:
+            torch.testing.assert_close(params[k][s], ps[k].detach())
+
+
+def test_sgd_equals_torch_per_seed():
+    g = torch.Generator().manual_seed(1)
+    params = {"a": torch.randn(2, 3, generator=g, dtype=torch.float64)}
+    opt = SeedSGD(params, {"a": 0.1}, OptimConfig(name="sgd", momentum=0.9))
+    ref = params["a"][1].clone().requires_grad_()
+    o = torch.optim.SGD([ref], lr=0.1, momentum=0.9, weight_decay=0.1)
+    for _ in range(5):
+        grad = torch.randn(2, 3, generator=g, dtype=torch.float64)
+        opt.step(params, {"a": grad}, 0.1)
+        ref.grad = grad[1].clone()
+        o.step()
+    torch.testing.assert_close(params["a"][1], ref.detach())
+
+
+def test_nan_seed_diverges_others_continue():
+    cfg = _cfg(arch="mlp")
+    clean = run_trial(cfg)
+    t = _Trial(cfg, None)
+    with torch.no_grad():
+        t.model.params["W2"][1] = math.nan
+    r = t.run()
+    st = {s.seed: s for s in r.seeds}
+    assert st[1].status == "diverged" and "non-finite" in st[1].error
+    assert st[1].steps_run == 0
+    for seed in (0, 2):
+        assert st[seed].status != "diverged" and st[seed].steps_run == 40
+        a = r.curves[r.curves.seed == seed].val_loss.to_numpy()
+        b = clean.curves[clean.curves.seed == seed].val_loss.to_numpy()
+        torch.testing.assert_close(torch.tensor(a), torch.tensor(b))
+
+
+def test_grokking_early_stop_and_statuses():
+    # Z5 addition with an MLP groks fast at a high train fraction
+    cfg = _cfg(arch="mlp", group="Z5", op="add", steps=3000, eval_every=20, train_frac=0.8,
+               **{"model.hidden": 64, "model.d": 16, "metrics.patience": 2,
+                  "optim.weight_decay": 0.1})
+    calls = []
+    r = run_trial(cfg, progress=calls.append)
+    for s in r.seeds:
+        if s.status == "grokked":
+            assert s.grok_step is not None and s.steps_run == s.grok_step + 2 * 20
+            assert s.final["final_val_acc"] >= 0.99
+        else:
+            assert s.status == "not_grokked" and s.grok_step is None and s.steps_run == 3000
+    assert any(s.status == "grokked" for s in r.seeds)
+    assert calls and calls[-1].n_seeds == 3 and calls[-1].steps_per_s > 0
+
+
+def test_detector_rules():
+    d = GrokDetector(0.9, 0.9, patience=2)
+    seq = [(0, 0.1, 0.0), (1, 0.95, 0.5), (2, 1.0, 0.95), (3, 1.0, 0.5), (4, 1.0, 0.92),
+           (5, 1.0, 0.93), (6, 1.0, 0.99)]
+    done = None
+    for step, tr, va in seq:
+        t = d.update(0, step, tr, va)
+        if t.finished and done is None:
+            done = step
+    t = d.tracks[0]
+    assert (t.memorize_step, t.grok_step, t.ungrok_step) == (1, 2, 3)
+    assert done == 6
+
+
+def test_failed_status_on_exception(monkeypatch):
+    cfg = _cfg(arch="mlp", steps=20)
+
+    def boom(self, step):
+        raise RuntimeError("kaboom\nsecond line")
+
+    monkeypatch.setattr(_Trial, "_train_step", boom)
+    r = run_trial(cfg)
+    assert all(s.status == "failed" and s.error == "RuntimeError: kaboom" for s in r.seeds)
