@@ -84,10 +84,11 @@ class ForgeConfig:
     """lambda_alg(t): linear (decay to 0 at `lambda_end`), constant, cosine, step, off"""
     lambda_end: float = 0.5
     """fraction of `steps` at which linear/cosine reach 0 and step drops to 0"""
-    alg_full_max: int = 32
-    """use all |G|^3 triples (and all elements) while |G| <= this; sample above it"""
-    alg_samples: int = 4096
-    """triples (and elements) sampled per step when |G| > alg_full_max"""
+    alg_full_max: int = 64
+    """L_assoc exactly over all |G|^3 triples while |G| <= this (O(|G|^2 R^2)); sampled above"""
+    alg_samples: int = 1024
+    """triples sampled per step above alg_full_max; elements sampled for L_ident/L_inv when
+    |G| exceeds this"""
     w_assoc: float = 1.0
     """relative weight of L_assoc"""
     w_ident: float = 1.0

@@ -107,10 +107,9 @@ class _Trial:
             self.train_mask = mask.to(dev)  # [S, N]
         else:
             m = cfg.metrics.eval_max_pairs
-            self.ev_tr = torch.stack([_subsample(t, m, s, 3) for (t, _), s in
-                                      zip(splits, self.seeds)]).to(dev)  # [S, m_tr]
-            self.ev_val = torch.stack([_subsample(v, m, s, 4) for (_, v), s in
-                                       zip(splits, self.seeds)]).to(dev)  # [S, m_val]
+            pairs = list(zip(splits, self.seeds, strict=True))
+            self.ev_tr = torch.stack([_subsample(t, m, s, 3) for (t, _), s in pairs]).to(dev)
+            self.ev_val = torch.stack([_subsample(v, m, s, 4) for (_, v), s in pairs]).to(dev)
         self.model = get_model(cfg.arch)(cfg, task.n_in, task.n_out, self.seeds, dev, self.dtype)
         self.n_params = get_model(cfg.arch).count_params(cfg, task.n_in, task.n_out)
         self.wd = {k: _weight_decay(cfg, g) for k, g in self.model.wd_groups.items()}
@@ -187,7 +186,8 @@ class _Trial:
         ps = [model.params[k] for k in names]
         gs = torch.autograd.grad(total.sum(), ps, allow_unused=True)
         # a parameter unused at this step (g_phi once lambda_alg is 0) gets a zero gradient
-        grads = {k: torch.zeros_like(p) if g is None else g for k, p, g in zip(names, ps, gs)}
+        grads = {k: torch.zeros_like(p) if g is None else g
+                 for k, p, g in zip(names, ps, gs, strict=True)}
         if self.filt is not None:
             grads = self.filt(grads)
         self.opt.step(model.params, grads, lr_at(step, cfg.optim, cfg.steps))

@@ -86,11 +86,10 @@ def _fmt(v: Any) -> str:
 
 def main(args: argparse.Namespace) -> int:
     cfg = build_config(args)
+    import torch
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
-
-    import torch
 
     from grokray.trainer import run_trial
 

@@ -10,6 +10,8 @@
   S [n, h] the activation derivatives: O(n h^2 + h^2 d), no per-sample loop.
 - `nfa_correlation(...)`: the neural feature ansatz, Pearson correlation of the neural feature
   matrix W1^T W1 with AGOP^power (power 1/2 by default, the RFM update).
+- `embed_mlp_nfa(Ta, Tb, b1, W2, a, b, act)`: the same for grokray's embed-and-concat MLP from
+  its per-element tables (Ta = E_a W1_a, Tb = E_b W1_b), over one-hot pair inputs, no [N, 2n] X.
 
 Works on plain weight tensors, so it does not depend on any model class. For an embed-and-concat
 MLP, pass the effective first layer W1 = W_in @ blockdiag(E_a, E_b) over one-hot inputs.
@@ -29,8 +31,14 @@ ACT_DERIVATIVES = {
 }
 
 
-def pearson(A: torch.Tensor, B: torch.Tensor) -> float:
-    """Pearson correlation of the entries of two same-shaped tensors (0 when one is constant)."""
+def pearson(A: torch.Tensor, B: torch.Tensor, drop_diag: bool = False) -> float:
+    """Pearson correlation of the entries of two same-shaped tensors (0 when one is constant).
+
+    drop_diag: square matrices, off-diagonal entries only (the diagonal dominates NFM and AGOP).
+    """
+    if drop_diag:
+        off = ~torch.eye(A.shape[0], dtype=torch.bool, device=A.device)
+        A, B = A[off], B[off]
     a = A.detach().double().flatten()
     b = B.detach().double().flatten()
     a = a - a.mean()
@@ -81,8 +89,42 @@ def nfa_correlation(
     b1: torch.Tensor | None = None,
     act: str = "relu",
     power: float = 0.5,
+    drop_diag: bool = False,
 ) -> float:
     """Pearson correlation of W1^T W1 (the NFM) with AGOP^power of the MLP at X."""
     G = mlp_agop(X, W1, W2, b1, act)
     W1 = W1.detach().double()
-    return pearson(W1.T @ W1, psd_power(G, power) if power != 1.0 else G)
+    return pearson(W1.T @ W1, psd_power(G, power) if power != 1.0 else G, drop_diag)
+
+
+def embed_mlp_nfa(
+    Ta: torch.Tensor,
+    Tb: torch.Tensor,
+    b1: torch.Tensor | None,
+    W2: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    act: str = "relu",
+    power: float = 0.5,
+    drop_diag: bool = False,
+) -> tuple[float, torch.Tensor]:
+    """NFA of an embed-and-concat MLP, logits = act(Ta[a] + Tb[b] + b1) W2 (+ b2).
+
+    Ta = E_a W1_a, Tb = E_b W1_b ([n, h] each, bias not included) are the per-element tables
+    (grokray.models.mlp), W2 [h, c]; (a, b) the pairs [N] at which the AGOP is taken. Over
+    one-hot inputs e_a (+) e_b the effective first layer is W1 = [Ta; Tb]^T [h, 2n], so the NFM
+    is [Ta; Tb] [Ta; Tb]^T and the AGOP is [Ta; Tb] Q [Ta; Tb]^T with Q as in `mlp_agop`.
+    Returns (Pearson(NFM, AGOP^power), AGOP [2n, 2n]).
+    """
+    if act not in ACT_DERIVATIVES:
+        raise ValueError(f"unknown activation {act!r}; valid: {', '.join(ACT_DERIVATIVES)}")
+    Ta, Tb, W2 = Ta.detach().double(), Tb.detach().double(), W2.detach().double()
+    Z = Ta[a] + Tb[b]  # [N, h]
+    if b1 is not None:
+        Z = Z + b1.detach().double()
+    S = ACT_DERIVATIVES[act](Z)  # [N, h]
+    Q = (W2 @ W2.T) * (S.T @ S) / Z.shape[0]  # [h, h]
+    T = torch.cat([Ta, Tb], 0)  # [2n, h] = W1^T
+    G = T @ Q @ T.T
+    G = 0.5 * (G + G.T)
+    return pearson(T @ T.T, psd_power(G, power) if power != 1.0 else G, drop_diag), G

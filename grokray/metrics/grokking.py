@@ -24,7 +24,7 @@ class SeedTrack:
     ungrok_step: int | None = None
     """first eval step after grokking with val acc below the threshold"""
     held: int = 0
-    """consecutive evals at or above the threshold since the last (re)grok, the grok one excluded"""
+    """consecutive evals >= threshold since the last (re)grok, that eval excluded"""
     above: bool = False
     """val acc was >= threshold at the last eval"""
     finished: bool = False

@@ -11,7 +11,8 @@ Algebra losses, each the mean over elements (or triples) of a squared L2 norm:
     L_ident = |mu(e,x) - x|^2 + |mu(x,e) - x|^2
     L_inv   = |mu(x,g(x)) - e|^2 + |mu(g(x),x) - e|^2
 over all elements and all |G|^3 triples when |G| <= forge.alg_full_max, else over
-forge.alg_samples sampled elements and triples per step (each seed its own generator).
+forge.alg_samples sampled triples per step (each seed its own generator); L_ident and L_inv use
+every element while |G| <= forge.alg_samples.
 Weight decay groups: "embed" (E, D, c, e), "dad" (U, V, W), "other" (g_phi).
 """
 
@@ -127,13 +128,13 @@ class Forge:
         E, e = p["E"], p["e"][:, None, :]  # [S, n, d], [S, 1, d]
         S, n, d = E.shape
         if n <= self.full_max:
-            x = E
             assoc = self._assoc_full(E)
         else:
             idx = self._sample((self.n_samples, 3), n)  # [S, m, 3]
-            x = gather_rows(E, idx[..., 0])
-            y, z = gather_rows(E, idx[..., 1]), gather_rows(E, idx[..., 2])
+            x, y, z = (gather_rows(E, idx[..., i]) for i in range(3))
             assoc = _sqnorm(self.mu(self.mu(x, y), z) - self.mu(x, self.mu(y, z)))
+        # identity and inverse: every element, or a sample when there are more than alg_samples
+        x = E if n <= self.n_samples else gather_rows(E, self._sample((self.n_samples,), n))
         ee = e.expand(-1, x.shape[1], -1)
         ident = _sqnorm(self.mu(ee, x) - x) + _sqnorm(self.mu(x, ee) - x)
         gx = self.g_phi(x)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from grokray.errors import ConfigError
+from grokray.errors import ConfigError, GrokrayError
 from grokray.metrics.agop import psd_power
 
 KERNELS = ("gaussian", "laplace", "quadratic")
@@ -216,10 +216,14 @@ class RFM:
 
     def _solve(self, M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         K = kernel_matrix(self.kernel, self.X_fit_, self.X_fit_, M, self.bandwidth)  # [n, n]
-        A = K.clone()
+        A = K
         if self.ridge:
+            A = K.clone()
             A.diagonal().add_(self.ridge)
-        return solve_psd(A, self._Y), K
+        alpha = solve_psd(A, self._Y)  # [n, c]
+        if not bool(torch.isfinite(alpha).all()):
+            raise FloatingPointError("RFM: non-finite kernel solve (singular kernel matrix?)")
+        return alpha, K
 
     @staticmethod
     def _score(F: torch.Tensor, Y: torch.Tensor) -> tuple[float, float]:
@@ -349,7 +353,10 @@ def run_rfm_trial(cfg: Any) -> Any:
     Step t of the curves is the kernel machine fitted with M_t (t AGOP updates; step 0 = M_0).
     Curve metrics: metric_circulant_dev (op tasks on Z_p), metric_agop_align (rho(M_t, M_final),
     centered), metric_iter_s (seconds of that iteration). The final M is kept in
-    SeedResult.artifacts["M"] (a [2n, 2n] float64 array); per-seed scalars in SeedResult.metrics.
+    SeedResult.artifacts["M"] (a [2n, 2n] float64 array, in memory only); per-seed scalars in
+    SeedResult.metrics (written as trials columns): iter_s, agop_align_first, circulant_dev and
+    the dominant frequency of the final circulant profile (circ_top_freq, circ_top_freq_share).
+    n_params counts the dual coefficients and M.
     """
     import pandas as pd
 
@@ -365,7 +372,8 @@ def run_rfm_trial(cfg: Any) -> Any:
     t_start = time.perf_counter()
     task = make_task(cfg.group, op=cfg.op)
     p = int(task.n_in)
-    X_all = one_hot_pairs(task.a, task.b, p)
+    X_all = one_hot_pairs(task.a, task.b, p)  # [N, 2p]
+    Y_all = torch.nn.functional.one_hot(task.y, task.n_out).double()  # [N, n_out]
     circ_op = task.op if has_circulant_structure(task.op, p) else None
     baseline = r.baseline != "none"
     seeds: list[SeedResult] = []
@@ -381,10 +389,16 @@ def run_rfm_trial(cfg: Any) -> Any:
             est = RFM(kernel=r.kernel, bandwidth=r.bandwidth, ridge=r.ridge,
                       iters=0 if baseline else r.iters, power=r.power, centering=r.centering,
                       M_init=M_init, device=device, store_iterates=True)
-            est.fit(X_all[tr], task.y[tr], eval_set=(X_all[va], task.y[va]))
+            est.fit(X_all[tr], Y_all[tr], eval_set=(X_all[va], Y_all[va]))
+        except GrokrayError:
+            raise
         except (FloatingPointError, torch.linalg.LinAlgError) as exc:
             seeds.append(SeedResult(seed=seed, data_seed=data_seed, status="diverged",
                                     error=str(exc).splitlines()[0]))
+            continue
+        except Exception as exc:  # noqa: BLE001 - a failed seed is recorded, not raised
+            seeds.append(SeedResult(seed=seed, data_seed=data_seed, status="failed",
+                                    error=f"{type(exc).__name__}: {exc}".splitlines()[0]))
             continue
         M_final = est.M_.cpu()
         seed_rows = []
@@ -398,9 +412,13 @@ def run_rfm_trial(cfg: Any) -> Any:
             seed_rows.append(row)
         rows += seed_rows
         seeds.append(_seed_result(cfg, seed, data_seed, seed_rows, M_final, circ_op))
-    curves = pd.DataFrame(rows)
+    from grokray.result import CURVE_COLUMNS
+
+    curves = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(CURVE_COLUMNS))
+    n_train = int(round(cfg.train_frac * len(task)))
     return TrialResult(
-        config=cfg, n_params=0, device=device, wall_s=time.perf_counter() - t_start,
+        config=cfg, n_params=n_train * int(task.n_out) + (2 * p) ** 2,  # dual coefs + M
+        device=device, wall_s=time.perf_counter() - t_start,
         started_at=started, finished_at=datetime.now(timezone.utc), seeds=seeds,
         curves=curves, group_order=p,
     )

@@ -181,7 +181,7 @@ def config_of(params: dict[str, Any], configs: Sequence[dict[str, Any]] = ()) ->
         cfg = TrialConfig.from_dict(configs[params["index"]])
     else:
         cfg = TrialConfig.from_dict(params["config"])
-    search = params.get("search") or {}
+    search = {k: v for k, v in params.items() if k not in ("config", "index")}
     if search:
         cfg = cfg.with_overrides({_unsafe(k): _plain(v) for k, v in search.items()})
     return cfg
@@ -278,20 +278,24 @@ class RayBackend:
         logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
 
     def check_resources(self) -> None:
-        """Fail early (GrokrayError) when no node could ever fit one trial."""
+        """Fail early (GrokrayError) when no node of the embedded Ray can fit one trial.
+
+        Not on a joined cluster: an autoscaler may add the nodes the trials need."""
         import ray
 
+        if not self.started_ray:
+            return
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         fits = any(
             n["Resources"].get("CPU", 0) >= self.cpu and n["Resources"].get("GPU", 0) >= self.gpu
             for n in nodes
         )
-        if not fits and not os.environ.get("GROKRAY_AUTOSCALING"):
+        if not fits:
             total = ray.cluster_resources()
             raise GrokrayError(
                 f"no Ray node can fit a trial's resources (cpu {self.cpu:g}, gpu {self.gpu:g}); "
                 f"the cluster has cpu {total.get('CPU', 0):g}, gpu {total.get('GPU', 0):g} "
-                "(set resources in the spec, or GROKRAY_AUTOSCALING=1 on an autoscaling cluster)"
+                "(set resources in the spec, or join a cluster with --address)"
             )
 
     def shutdown(self) -> None:
@@ -361,8 +365,11 @@ class RayBackend:
         return collector.lost
 
     def _search_setup(self, configs: Sequence[TrialConfig]) -> tuple[dict, Any]:
+        import optuna
         from ray import tune
         from ray.tune.search.optuna import OptunaSearch
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
 
         spec = self.search
         (base,) = configs
@@ -381,11 +388,13 @@ class RayBackend:
             flat = {k: _get(cfg, k) for k in spec.space}
             points.append({_safe(k): v for k, v in flat.items()})
             rewards.append(value)
+        # a resumed search must not replay the same random start-up samples
+        seed = None if spec.seed is None else spec.seed + len(self.prior)
         searcher = OptunaSearch(
-            metric=spec.metric, mode=spec.mode, seed=spec.seed,
+            metric=spec.metric, mode=spec.mode, seed=seed,
             points_to_evaluate=points or None, evaluated_rewards=rewards or None,
         )
-        param_space = {"config": base.to_dict(), "search": space}
+        param_space = {"config": base.to_dict(), **space}  # flat: OptunaSearch's warm start
         tune_config = tune.TuneConfig(
             search_alg=searcher, num_samples=self.num_samples,
             max_concurrent_trials=self.concurrency, reuse_actors=True,

@@ -45,6 +45,8 @@ class Plan:
     """search: finished configs with their metric (warm start)"""
     n_search_new: int = 0
     """search: configs still to sample"""
+    done_hashes: set[str] = field(default_factory=set)
+    """search: configs already on disk (a sampler that proposes one again is not rewritten)"""
 
     @property
     def todo_seeds(self) -> int:
@@ -112,7 +114,8 @@ def _search_plan(spec: SweepSpec, run_id: str, status: dict, force: bool) -> Pla
     new = max(0, spec.search.num_samples - len(prior))
     return Plan(spec=spec, run_id=run_id, todo=[spec.base] if new else [],
                 n_trials=spec.search.num_samples, n_seeds=len(spec.seeds), done_rows=done,
-                failed_rows=failed, rerun=force, prior=prior, n_search_new=new)
+                failed_rows=failed, rerun=force, prior=prior, n_search_new=new,
+                done_hashes={c.config_hash() for c, _ in prior})
 
 
 def _json(s: str) -> dict[str, Any]:
@@ -146,8 +149,8 @@ class Writer:
 
     def finished(self, outcome: Outcome) -> None:
         key = outcome.config.config_hash()
-        if key in self.written:  # a retried trial that had already reported
-            return
+        if key in self.written or key in self.plan.done_hashes:
+            return  # a retried trial that had already reported, or a search's repeat proposal
         result = outcome.result
         if result is None:
             result = failed_result(outcome.config, outcome.error or "trial failed",

@@ -42,8 +42,8 @@ _TMP_PREFIX = ".tmp-"
 
 
 def new_run_id() -> str:
-    """A sortable, unique run id: UTC time to the second plus 4 random hex chars."""
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
+    """A unique run id that sorts by time: UTC time to the microsecond, 4 random hex chars."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(2)
 
 
 # ----------------------------------------------------------------------------- filesystem

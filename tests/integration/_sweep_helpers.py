@@ -51,7 +51,8 @@ def synthetic(cfg: TrialConfig, sleep: float = 0.0) -> TrialResult:
 
 
 def slow_synthetic(cfg: TrialConfig) -> TrialResult:
-    """`synthetic` that takes a second (to have trials in flight when a node goes)."""
-    if cfg.group == "S3":
-        cfg = cfg.with_overrides({"group": "Z3"})
-    return synthetic(cfg, sleep=1.0)
+    """`synthetic` that never raises and takes a second (trials in flight when a node goes)."""
+    result = synthetic(cfg.with_overrides({"group": "Z3"}) if cfg.group == "S3" else cfg,
+                       sleep=1.0)
+    result.config = cfg
+    return result

@@ -92,3 +92,30 @@ def test_raising_trial_gives_failed_rows_and_the_rest_finish(tmp_path):
 
     again = make_plan(spec, rerun_failed=True)
     assert len(again.todo) == 2 and {c.group for c in again.todo} == {"S3"}
+
+
+def test_optuna_search_resumes_with_new_samples_only(tmp_path):
+    from grokray.sweep.backend import RayBackend
+    from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.spec import parse_spec
+
+    text = ("name: s\nout: {out}\nconfig: {{group: Z5, arch: mlp}}\nseeds: 2\nsteps: 10\n"
+            "search:\n  space: {{optim.lr: {{loguniform: [1.0e-4, 1.0e-1]}}}}\n"
+            "  metric: final_val_acc\n  mode: max\n  num_samples: {n}\n  seed: 0\n")
+
+    def run(n):
+        spec = parse_spec(text.format(out=tmp_path / "out", n=n), "s.yaml")
+        plan = make_plan(spec)
+        backend = RayBackend(name=f"s{n}", storage_path=str(tmp_path / "ray"), concurrency=2,
+                             trial_fn=helpers.synthetic, search=spec.search, prior=plan.prior,
+                             num_samples=plan.n_search_new)
+        run_plan(plan, backend)
+        return plan
+
+    assert run(2).n_search_new == 2
+    plan = run(3)
+    assert len(plan.prior) == 2 and plan.n_search_new == 1
+    trials = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out" / "s" / "trials")
+                       .glob("*.parquet"))
+    assert trials["config_hash"].nunique() == 3 and len(trials) == 6
+    assert trials["optim_lr"].between(1e-4, 1e-1).all()

@@ -3,7 +3,14 @@
 import pytest
 import torch
 
-from grokray.metrics.agop import agop_alignment, mlp_agop, nfa_correlation, pearson, psd_power
+from grokray.metrics.agop import (
+    agop_alignment,
+    embed_mlp_nfa,
+    mlp_agop,
+    nfa_correlation,
+    pearson,
+    psd_power,
+)
 from grokray.metrics.circulant import (
     circulant_deviation,
     circulant_profile,
@@ -93,6 +100,9 @@ def test_alignment_and_pearson():
     B = torch.randn(6, 6, generator=g, dtype=torch.float64)
     assert abs(pearson(A, B)) < 0.6
     assert pearson(A, torch.ones(6, 6)) == 0.0
+    D = torch.diag(torch.arange(6.0)) * 100
+    assert pearson(A + D, A - D, drop_diag=True) == pytest.approx(1.0)
+    assert pearson(A + D, A - D) < 0
 
 
 @pytest.mark.parametrize("act", ["relu", "quadratic", "tanh", "gelu", "silu", "identity"])
@@ -122,3 +132,22 @@ def test_nfa_correlation_perfect_for_linear_net_and_power_one():
                            power=1.0) == pytest.approx(1.0)
     G = W1.T @ W1
     assert torch.allclose(psd_power(G, 0.5) @ psd_power(G, 0.5), G, atol=1e-10)
+
+
+def test_embed_mlp_nfa_matches_one_hot_mlp_agop():
+    g = torch.Generator().manual_seed(4)
+    n, h, c = 5, 12, 5
+    Ta = torch.randn(n, h, generator=g, dtype=torch.float64)
+    Tb = torch.randn(n, h, generator=g, dtype=torch.float64)
+    b1 = torch.randn(h, generator=g, dtype=torch.float64)
+    W2 = torch.randn(h, c, generator=g, dtype=torch.float64)
+    a = torch.arange(n).repeat_interleave(n)
+    b = torch.arange(n).repeat(n)
+    X = torch.zeros(n * n, 2 * n, dtype=torch.float64)
+    X[torch.arange(n * n), a] = 1.0
+    X[torch.arange(n * n), n + b] = 1.0
+    W1 = torch.cat([Ta, Tb], 0).T  # [h, 2n]
+    corr, G = embed_mlp_nfa(Ta, Tb, b1, W2, a, b, act="quadratic")
+    assert torch.allclose(G, mlp_agop(X, W1, W2.T, b1, "quadratic"), atol=1e-10)
+    assert corr == pytest.approx(nfa_correlation(X, W1, W2.T, b1, "quadratic"))
+    assert -1.0 <= corr <= 1.0

@@ -159,3 +159,27 @@ def test_unknown_kernel_raises_config_error():
     Xtr, ytr, _, _ = _mod_data(5)
     with pytest.raises(ConfigError, match="valid: gaussian, laplace, quadratic"):
         RFM(kernel="rbf").fit(Xtr, ytr)
+
+
+def test_run_trial_dispatches_rfm_and_fills_the_result():
+    from grokray.config import TrialConfig
+    from grokray.trainer import run_trial
+
+    cfg = TrialConfig.from_dict({"group": "Z7", "op": "mul", "arch": "rfm", "train_frac": 0.6,
+                                 "seeds": [0, 1], "device": "cpu", "rfm": {"iters": 2}})
+    res = run_trial(cfg)
+    c = res.curves
+    assert len(c) == 2 * 3 and sorted(set(c.seed)) == [0, 1]
+    assert list(c[c.seed == 0].step) == [0, 1, 2]
+    for col in ("train_loss", "train_acc", "val_loss", "val_acc", "metric_circulant_dev",
+                "metric_agop_align", "metric_iter_s"):
+        assert col in c.columns
+    assert c[c.step == 2].metric_agop_align.tolist() == pytest.approx([1.0, 1.0])
+    for s in res.seeds:
+        assert s.status in ("grokked", "not_grokked") and s.error is None
+        assert s.steps_run == 2 and s.artifacts["M"].shape == (14, 14)
+        assert {"iter_s", "circulant_dev", "agop_align_first"} <= set(s.metrics)
+        assert s.final["final_train_acc"] == 1.0
+    assert res.group_order == 7 and res.n_params > 0
+    base = run_trial(cfg.with_overrides({"rfm.baseline": "random_circulant", "op": "add"}))
+    assert list(base.curves.step) == [0, 0]

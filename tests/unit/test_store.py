@@ -62,5 +62,5 @@ def test_repair_removes_temp_orphans_and_superseded(tmp_path):
 
 
 def test_run_ids_sort_by_time():
-    a = store.new_run_id()
-    assert len(a) == len("20260101T000000Z-abcd") and a[8] == "T"
+    a, b = store.new_run_id(), store.new_run_id()
+    assert len(a) == len("20260101T000000123456Z-abcd") and a[8] == "T" and a != b
