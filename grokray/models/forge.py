@@ -2,7 +2,8 @@
 
     E: G -> R^d                        fiber embedding, x = E[a], y = E[b]
     mu(x, y) = W ((U x) * (V y))       DAD product of rank R; U, V [R, d], W [d, R]
-    logits(a, b) = mu(x, y) . E^T      tied decoding (or . D^T + c with a separate unembedding)
+    logits(a, b) = mu(x, y) . E^T      tied decoding (or . D^T + c with a separate unembedding,
+                                       or tied_dist: -|mu(x, y) - E_c|^2, nearest embedding)
     e in R^d                           learned identity
     g_phi: R^d -> R^d                  learned inverse, one hidden ReLU layer
 
@@ -45,14 +46,15 @@ class Forge:
     def __init__(self, cfg: TrialConfig, n_in: int, n_out: int, seeds: Sequence[int],
                  device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> None:
         f = cfg.forge
-        if f.decode == "tied" and n_in != n_out:
+        if f.decode != "separate" and n_in != n_out:
             raise ConfigError(
                 f"forge.decode=tied needs as many outputs as inputs ({n_out} != {n_in}); "
                 "use forge.decode=separate"
             )
         self.n_in, self.n_out = n_in, n_out
         self.d, self.R, self.hg = d, R, hg = cfg.model.d, cfg.model.rank, f.inv_hidden
-        self.tied = f.decode == "tied"
+        self.decode = f.decode
+        self.tied = f.decode != "separate"
         self.full_max, self.n_samples = f.alg_full_max, f.alg_samples
         self.aux_weights = {"assoc": f.w_assoc, "ident": f.w_ident, "inv": f.w_inv}
         s = cfg.model.init_scale
@@ -106,8 +108,10 @@ class Forge:
 
     def _decode(self, z: torch.Tensor) -> torch.Tensor:
         p = self.params
-        if self.tied:
+        if self.decode == "tied":
             return torch.bmm(z, _t(p["E"]))  # [S, B, n]
+        if self.decode == "tied_dist":  # -|z - E_c|^2 up to the class-independent -|z|^2
+            return 2.0 * torch.bmm(z, _t(p["E"])) - p["E"].square().sum(-1)[:, None, :]
         return torch.baddbmm(p["c"][:, None, :], z, _t(p["D"]))
 
     def _product(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -318,7 +318,11 @@ class RayBackend:
         # Tune retries a lost trial itself (FailureConfig), but a retry can land on a cached
         # actor of the node that just died; what Tune gives up on gets fresh rounds here
         for round_ in range(self.retries + 1):
-            lost = self._fit(pending, sink)
+            gone = self._fit(pending, sink)
+            lost = [o for o in gone if not _hopeless(o)]
+            for out in gone:  # e.g. the trial function cannot be loaded: no point retrying
+                if _hopeless(out):
+                    sink.finished(out)
             if not lost or self.search is not None or round_ == self.retries:
                 break
             pending = [out.config for out in lost]
@@ -402,6 +406,18 @@ class RayBackend:
         )
         # OptunaSearch reads metric/mode from itself; Tune must not set them twice
         return param_space, tune_config
+
+
+_HOPELESS = ("ModuleNotFoundError", "ImportError", "PicklingError", "AttributeError: Can't get")
+
+
+def _hopeless(outcome: Outcome) -> bool:
+    """Would running the trial again fail the same way (the trial cannot even be loaded)?
+
+    Exceptions of the trial itself never get here (they come back as failed outcomes); what
+    does is a lost worker or node (retry) or a trial Ray cannot load (do not)."""
+    text = outcome.traceback or outcome.error or ""
+    return any(k in text for k in _HOPELESS)
 
 
 def _get(cfg: TrialConfig, key: str) -> Any:

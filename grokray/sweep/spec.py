@@ -430,7 +430,7 @@ def _axes(
                 p.add(("zip", i), "expected a mapping of dotted config key -> list")
                 continue
             good = [str(k) for k, vals in block.items()
-                    if _axis_ok(("zip", i, k), str(k), vals, p, seen)]
+                    if _axis_ok(("zip", i, k), str(k), vals, p, seen, unique=False)]
             if len(good) != len(block):
                 continue
             lengths = {len(block[k]) for k in block}
@@ -438,12 +438,18 @@ def _axes(
                 sizes = ", ".join(f"{k}: {len(block[k])}" for k in block)
                 p.add(("zip", i), f"lists of a zip block must have equal lengths; got {sizes}")
                 continue
+            tuples = [tuple(t) for t in zip(*(block[k] for k in block), strict=True)]
+            if len({repr(t) for t in tuples}) != len(tuples):
+                p.add(("zip", i), "duplicate rows: two positions of this block give the same "
+                                  "values")
+                continue
             keys.append(tuple(good))
-            values.append([tuple(t) for t in zip(*(block[k] for k in block), strict=False)])
+            values.append(tuples)
     return keys, values
 
 
-def _axis_ok(ykey: tuple, key: str, vals: Any, p: _Problems, seen: set[str]) -> bool:
+def _axis_ok(ykey: tuple, key: str, vals: Any, p: _Problems, seen: set[str],
+             unique: bool = True) -> bool:
     why = _key_problem(key)
     if why:
         p.add(ykey, why)
@@ -460,11 +466,8 @@ def _axis_ok(ykey: tuple, key: str, vals: Any, p: _Problems, seen: set[str]) -> 
     if not vals:
         p.add(ykey, "empty axis; give at least one value")
         return False
-    try:
-        hashable = [repr(x) for x in vals]
-    except Exception:  # pragma: no cover
-        hashable = []
-    if len(set(hashable)) != len(hashable):
+    hashable = [repr(x) for x in vals]
+    if unique and len(set(hashable)) != len(hashable):
         p.add(ykey, f"duplicate values in {vals!r}")
         return False
     seen.add(key)

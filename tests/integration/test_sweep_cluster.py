@@ -69,4 +69,5 @@ def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):
                        .glob("*.parquet"))
     assert len(trials) == 4 * 2 * 2
     assert trials.groupby(["config_hash", "seed"]).size().eq(1).all()
-    assert (trials["status"] == "grokked").all(), trials[["group", "status", "error"]]
+    assert (trials["status"] == "grokked").all(), trials[trials["status"] != "grokked"][
+        "error"].tolist()

@@ -83,7 +83,7 @@ def test_mlp_forward_matches_concat_formula():
 
 
 def test_forge_product_and_losses_match_definitions():
-    cfg = _cfg(arch="forge")
+    cfg = _cfg(arch="forge", **{"forge.decode": "tied"})
     m = Forge(cfg, 5, 5, [0, 1], dtype=torch.float64)
     p = {k: v[1].detach() for k, v in m.params.items()}
 
@@ -141,3 +141,15 @@ def test_select_keeps_seeds():
     assert m.params["E"].shape[0] == 1 and m.params["E"].requires_grad
     torch.testing.assert_close(m.params["E"][0], E2)
     assert len(m.gens) == 1
+
+
+def test_forge_tied_dist_decoding_is_negative_squared_distance():
+    cfg = _cfg(arch="forge", **{"forge.decode": "tied_dist"})
+    m = Forge(cfg, 5, 5, [0], dtype=torch.float64)
+    a, b = torch.tensor([1, 3]), torch.tensor([2, 2])
+    z = m._product(a, b)[0].detach()  # [B, d]
+    E = m.params["E"][0].detach()
+    ref = -((z[:, None, :] - E[None]) ** 2).sum(-1)  # [B, n]
+    got = m.logits(a, b)[0].detach()
+    shift = got - ref  # the class-independent |z|^2
+    torch.testing.assert_close(shift, (z**2).sum(-1, keepdim=True).expand_as(shift))

@@ -42,6 +42,11 @@ def test_expansion_product_zip_seeds():
     assert spec.gpu == 0.25 and spec.concurrency == 2 and spec.sweep_dir == "o/t"
 
 
+def test_zip_values_may_repeat_per_key():
+    spec = parse_spec("name: z\nzip:\n  - {model.d: [8, 8, 16], model.rank: [4, 8, 8]}\n")
+    assert [(c.model.d, c.model.rank) for c in spec.trials()] == [(8, 4), (8, 8), (16, 8)]
+
+
 def test_seed_list_and_search():
     spec = parse_spec("name: s\nseeds: [3, 7]\nsearch:\n  space: {optim.lr: {loguniform: "
                       "[1.0e-4, 1.0e-2]}}\n  metric: final_val_acc\n  mode: max\n"
@@ -94,6 +99,7 @@ BAD = [
     ("name: t\naxes: {group: [S3]}\nsearch: {space: {optim.lr: {uniform: [0.1, 0.2]}}, "
      "metric: grok_step, num_samples: 2}\n", "move the axes into search.space"),
     ("name: t\nname: u\n", "duplicate key"),
+    ("name: t\nzip:\n  - {model.d: [8, 8], model.rank: [4, 4]}\n", "duplicate rows"),
 ]
 
 

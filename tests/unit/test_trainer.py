@@ -154,3 +154,10 @@ def test_failed_status_on_exception(monkeypatch):
     monkeypatch.setattr(_Trial, "_train_step", boom)
     r = run_trial(cfg)
     assert all(s.status == "failed" and s.error == "RuntimeError: kaboom" for s in r.seeds)
+
+
+def test_rfm_is_dispatched(monkeypatch):
+    import grokray.models.rfm as rfm
+
+    monkeypatch.setattr(rfm, "run_rfm_trial", lambda cfg: ("rfm", cfg.arch))
+    assert run_trial(TrialConfig(arch="rfm")) == ("rfm", "rfm")
