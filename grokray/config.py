@@ -282,9 +282,9 @@ class TrialConfig:
             elif len(parts) == 2 and parts[0] in SECTIONS:
                 target, leaf, owner = d[parts[0]], parts[1], SECTIONS[parts[0]]
             else:
-                raise ConfigError(f"unknown config key '{key}'; valid: {', '.join(valid_keys())}")
+                raise _unknown_key(key)
             if leaf not in _field_types(owner):
-                raise ConfigError(f"unknown config key '{key}'; valid: {', '.join(valid_keys())}")
+                raise _unknown_key(key)
             if isinstance(value, dict) and leaf in SECTIONS:
                 target[leaf] = {**target[leaf], **value}
             else:
@@ -428,9 +428,7 @@ def _build(cls: type, d: dict[str, Any], prefix: str) -> Any:
     kwargs: dict[str, Any] = {}
     for k, v in d.items():
         if k not in types_:
-            raise ConfigError(
-                f"unknown config key '{prefix}{k}'; valid: {', '.join(valid_keys())}"
-            )
+            raise _unknown_key(f"{prefix}{k}")
         if k in SECTIONS and cls is TrialConfig:
             kwargs[k] = _build(SECTIONS[k], v or {}, f"{k}.")
         else:
@@ -503,3 +501,15 @@ def _scalar(v: Any) -> Any:
     if isinstance(v, (list, tuple)):
         return ",".join(str(x) for x in v)
     return v
+
+
+def _unknown_key(key: str) -> ConfigError:
+    """One line: the bad key, the nearest valid ones, then every valid key."""
+    import difflib
+
+    valid = valid_keys()
+    leaf = key.rsplit(".", 1)[-1]
+    near = [k for k in valid if k.rsplit(".", 1)[-1] == leaf]  # right field, wrong section
+    near += [k for k in difflib.get_close_matches(key, valid, n=3, cutoff=0.8) if k not in near]
+    hint = f" (did you mean {', '.join(repr(k) for k in near)}?)" if near else ""
+    return ConfigError(f"unknown config key '{key}'{hint}; valid: {', '.join(valid)}")
