@@ -27,8 +27,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--rerun-failed", action="store_true", help="run failed rows again")
     p.add_argument("--force", action="store_true",
                    help="run everything again into a new run id (older rows are replaced)")
-    p.add_argument("--summary", action="store_true",
-                   help="print the status table when done")
+    p.add_argument("--summary", action=argparse.BooleanOptionalAction, default=True,
+                   help="print the status table when done (default: on)")
     p.add_argument("--plain", action="store_true", help="plain line output even on a terminal")
     p.set_defaults(func=main)
 
