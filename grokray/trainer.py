@@ -26,6 +26,7 @@ from grokray.config import TrialConfig
 from grokray.errors import ConfigError, GrokrayError
 from grokray.metrics.grokking import GrokDetector
 from grokray.models import get_model, seed_generator
+from grokray.models.ops import seed_cross_entropy
 from grokray.optim import lambda_alg, lr_at, make_filter, make_optimizer
 from grokray.result import SeedResult, TrialResult
 
@@ -173,9 +174,7 @@ class _Trial:
             idx = self.tr.gather(1, idx)  # [S, B] task indices
             a, b, y = self.a[idx], self.b[idx], self.y[idx]
         logits = model.logits(a, b)  # [S, B, n_out]
-        S, B, n = logits.shape
-        task_loss = F.cross_entropy(logits.reshape(S * B, n), y.reshape(-1),
-                                    reduction="none").view(S, B).mean(1)  # [S]
+        task_loss = seed_cross_entropy(logits, y)  # [S]
         total = task_loss
         lam = lambda_alg(step, cfg.forge, cfg.steps) if self.has_aux else 0.0
         if lam > 0.0:
@@ -299,7 +298,8 @@ class _Trial:
             table = torch.empty_like(pred)
             table[:, task.a * n + task.b] = pred
             table = table.view(-1, n, n)
-        inputs = MetricInputs(group=task.group, E=E, pred_table=table)
+        inputs = MetricInputs(group=task.group, E=E, pred_table=table, model=self.model,
+                              pairs=(self.a_tr, self.b_tr))
         out = compute_eval_metrics(inputs, names)
         return {f"metric_{k}": v for k, v in out.items()}
 

@@ -14,6 +14,9 @@ Metric names (`EVAL_METRICS`; each produces the columns listed):
   `wedderburn_match` of `wedderburn_total` (= k^3) coefficients, `wedderburn_frac`, and the same
   over the true non-zero coefficients: `wedderburn_match_nz`, `wedderburn_total_nz`,
   `wedderburn_frac_nz` (on abelian groups almost all k^3 coefficients are 0, so use these).
+- `nfa`: the neural feature ansatz of the MLP (NaN for other archs): Pearson correlation of the
+  NFM W1^T W1 over the one-hot input e_a (+) e_b with AGOP^(1/2) (`nfa_corr`) and with the AGOP
+  itself (`nfa_corr_agop`), the AGOP taken at the seed's training pairs.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import torch
 from torch import Tensor
 
 from grokray.errors import ConfigError
+from grokray.metrics.agop import embed_mlp_nfa, pearson
 from grokray.metrics.axioms import DEFAULT_REL, axiom_emergence
 from grokray.metrics.spectra import (
     effective_modes,
@@ -51,6 +55,10 @@ __all__ = [
 KEY_FRAC = 0.9
 """key modes hold this fraction of the non-trivial spectral mass"""
 
+NFA_MAX_PAIRS = 16384
+"""the `nfa` AGOP is taken at (at most) this many of a seed's training pairs (the first ones of
+its split, which is already a random order)"""
+
 
 @dataclass
 class MetricInputs:
@@ -67,12 +75,21 @@ class MetricInputs:
     None (e.g. a group too big to evaluate every pair): Wedderburn columns are NaN"""
     extra: dict[str, Tensor] = field(default_factory=dict)
     """further named tensors for metrics registered by other modules"""
+    model: Any | None = None
+    """the live seed-batched model (metrics that need its weights read `model.params`, stacked
+    over the same S seeds as E); None: those metrics give NaN"""
+    pairs: tuple[Tensor, Tensor] | None = None
+    """(a, b) long [S, N]: each seed's training pairs, where `nfa` takes the AGOP; None: every
+    pair of the n x n grid"""
 
 
 def _n_seeds(x: MetricInputs) -> int | None:
     for t in (x.E, x.pred_table):
         if t is not None:
             return int(t.shape[0])
+    params = getattr(x.model, "params", None)
+    if params:
+        return int(next(iter(params.values())).shape[0])
     return None
 
 
@@ -126,9 +143,38 @@ _WEDDERBURN_COLUMNS = ("wedderburn_match", "wedderburn_total", "wedderburn_frac"
                        "wedderburn_match_nz", "wedderburn_total_nz", "wedderburn_frac_nz")
 
 
+_NFA_COLUMNS = ("nfa_corr", "nfa_corr_agop")
+
+
+def _nfa(x: MetricInputs) -> dict[str, Tensor]:
+    """NFA of the embed-and-concat MLP from its per-element tables (grokray.metrics.agop)."""
+    from grokray.models.mlp import ACTS, MLP
+
+    model = x.model
+    if not isinstance(model, MLP):  # other archs have no first layer over one-hot pairs
+        return _nan_columns(x, _NFA_COLUMNS)
+    act = next(name for name, fn in ACTS.items() if fn is model.act)
+    P = {k: v.detach().double() for k, v in model.params.items()}
+    Ta = torch.bmm(P["Ea"], P["W1a"])  # [S, n, h]
+    Tb = torch.bmm(P["Eb"], P["W1b"])  # [S, n, h]
+    S, n = Ta.shape[:2]
+    if x.pairs is None:
+        g = torch.arange(n, device=Ta.device)
+        a, b = g.repeat_interleave(n).expand(S, -1), g.repeat(n).expand(S, -1)  # [S, n^2]
+    else:
+        a, b = (t[:, :NFA_MAX_PAIRS].to(Ta.device) for t in x.pairs)  # [S, N]
+    corr, corr1 = torch.empty(S, dtype=torch.float64), torch.empty(S, dtype=torch.float64)
+    for s in range(S):
+        corr[s], G = embed_mlp_nfa(Ta[s], Tb[s], P["b1"][s], P["W2"][s], a[s], b[s], act)
+        T = torch.cat([Ta[s], Tb[s]], 0)  # [2n, h] = W1^T over e_a (+) e_b
+        corr1[s] = pearson(T @ T.T, G)
+    return {"nfa_corr": corr, "nfa_corr_agop": corr1}
+
+
 EVAL_METRICS: dict[str, Callable[[MetricInputs], dict[str, Tensor]]] = {
     "spectrum": _spectrum,
     "wedderburn": _wedderburn,
+    "nfa": _nfa,
 }
 """metric name (as listed in cfg.metrics.cheap / costly) -> fn(inputs) -> {column: [S]}"""
 

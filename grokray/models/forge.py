@@ -111,7 +111,8 @@ class Forge:
         if self.decode == "tied":
             return torch.bmm(z, _t(p["E"]))  # [S, B, n]
         if self.decode == "tied_dist":  # -|z - E_c|^2 up to the class-independent -|z|^2
-            return 2.0 * torch.bmm(z, _t(p["E"])) - p["E"].square().sum(-1)[:, None, :]
+            return torch.baddbmm(p["E"].square().sum(-1)[:, None, :], z, _t(p["E"]),
+                                 beta=-1.0, alpha=2.0)
         return torch.baddbmm(p["c"][:, None, :], z, _t(p["D"]))
 
     def _product(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -6,6 +6,7 @@ import pytest
 import torch
 from toy_groups import cyclic, s3
 
+from grokray.config import TrialConfig
 from grokray.errors import ConfigError
 from grokray.metrics.mechanism import (
     MetricInputs,
@@ -14,6 +15,8 @@ from grokray.metrics.mechanism import (
     summarize,
     validate_metric_names,
 )
+from grokray.models.forge import Forge
+from grokray.models.mlp import MLP
 
 
 def test_metrics_due_cadence():
@@ -25,7 +28,7 @@ def test_metrics_due_cadence():
 
 
 def test_unknown_name_is_a_config_error():
-    with pytest.raises(ConfigError, match="valid: spectrum, wedderburn"):
+    with pytest.raises(ConfigError, match="valid: nfa, spectrum, wedderburn"):
         validate_metric_names(["spectrum", "fourier"])
 
 
@@ -81,3 +84,57 @@ def test_summarize_last_values_and_axioms():
     assert s[1]["eff_modes"] == 6.0
     assert s[0]["ident_step"] == 100 and s[0]["ident_lead"] == 100
     assert math.isnan(s[1]["ident_step"])
+
+
+def _direct_nfa(model: MLP, s: int, a: torch.Tensor, b: torch.Tensor) -> tuple[float, float]:
+    """NFA of seed s by autograd: Jacobians of logits wrt the one-hot input e_a (+) e_b."""
+    P = {k: v[s].detach().double() for k, v in model.params.items()}
+    n = P["Ea"].shape[0]
+    W1 = torch.cat([P["Ea"] @ P["W1a"], P["Eb"] @ P["W1b"]], 0).T  # [h, 2n]
+
+    def f(x):  # x [2n] -> logits [n_out]
+        return model.act(W1 @ x + P["b1"]) @ P["W2"] + P["b2"]
+
+    X = torch.zeros(a.numel(), 2 * n, dtype=torch.float64)
+    X[torch.arange(a.numel()), a] = 1.0
+    X[torch.arange(a.numel()), n + b] = 1.0
+    # the one-hot function is the model's: same logits on the pairs
+    ref = model.logits(a, b)[s].double()
+    assert torch.allclose(torch.stack([f(x) for x in X]), ref, atol=1e-5)
+    J = torch.stack([torch.autograd.functional.jacobian(f, x) for x in X])  # [N, c, 2n]
+    G = torch.einsum("ncd,nce->de", J, J) / X.shape[0]  # AGOP [2n, 2n]
+    w, V = torch.linalg.eigh(G)
+    root = (V * w.clamp(min=0).sqrt()) @ V.T
+    nfm = (W1.T @ W1).flatten().numpy()
+    corr = [float(pd.Series(nfm).corr(pd.Series(M.flatten().numpy()))) for M in (root, G)]
+    return corr[0], corr[1]
+
+
+@pytest.mark.parametrize("act", ["relu", "quadratic"])
+def test_nfa_matches_autograd_on_a_tiny_mlp(act):
+    cfg = TrialConfig().with_overrides({"model.d": 4, "model.hidden": 6, "model.act": act})
+    model = MLP(cfg, 5, 5, [0, 1], dtype=torch.float64)
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randint(0, 5, (2, 12), generator=gen)
+    b = torch.randint(0, 5, (2, 12), generator=gen)
+    out = compute_eval_metrics(MetricInputs(group=None, model=model, pairs=(a, b)), ["nfa"])
+    assert set(out) == {"nfa_corr", "nfa_corr_agop"}
+    for s in range(2):
+        corr, corr1 = _direct_nfa(model, s, a[s], b[s])
+        assert out["nfa_corr"][s].item() == pytest.approx(corr, abs=1e-9)
+        assert out["nfa_corr_agop"][s].item() == pytest.approx(corr1, abs=1e-9)
+        assert abs(corr) < 0.999  # an untrained net: a real correlation, not a degenerate 1
+    # no pairs given: the AGOP over the whole 5 x 5 grid
+    grid = compute_eval_metrics(MetricInputs(group=None, model=model), ["nfa"])
+    g = torch.arange(5)
+    corr, _ = _direct_nfa(model, 1, g.repeat_interleave(5), g.repeat(5))
+    assert grid["nfa_corr"][1].item() == pytest.approx(corr, abs=1e-9)
+
+
+def test_nfa_is_nan_for_other_archs():
+    cfg = TrialConfig().with_overrides({"model.d": 4, "model.rank": 3, "forge.inv_hidden": 4})
+    forge = Forge(cfg, 5, 5, [0, 1, 2])
+    out = compute_eval_metrics(MetricInputs(group=None, model=forge), ["nfa"])
+    assert out["nfa_corr"].shape == (3,) and out["nfa_corr"].isnan().all()
+    none = compute_eval_metrics(MetricInputs(group=None, E=torch.zeros(2, 5, 3)), ["nfa"])
+    assert none["nfa_corr_agop"].shape == (2,) and none["nfa_corr_agop"].isnan().all()
