@@ -98,9 +98,16 @@ def paper_comparisons(trials: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0
                 g = sub[sub["status"] == "grokked"]["grok_step"]
                 out.append(Comparison(num, float(g.median()) if len(g) else math.nan,
                                       f"median of {len(g)}/{len(sub)} grokked runs"))
-        tr = trials[trials["arch"] == "transformer"]
-        for sph, num in ((False, papers.GEOM_EPOCHS[0]), (True, papers.GEOM_EPOCHS[1])):
-            sub = tr[tr["arm"].str.contains("spherical") == sph]
+        # the geometric-bias paper's arms, by their config columns (not by arm names): the
+        # baseline is a LayerNorm/RMSNorm transformer with standard attention, the accelerated
+        # one the fully bounded spherical topology; both on modular arithmetic (not S5)
+        tr = trials[(trials["arch"] == "transformer") & (trials["op"] != "group")]
+        norm = tr.get("transformer_norm", pd.Series("", index=tr.index))
+        attn = tr.get("transformer_attention", pd.Series("standard", index=tr.index))
+        baseline = norm.isin(["layernorm", "rmsnorm"]) & (attn == "standard")
+        bounded = norm == "spherical_bounded"
+        for mask, num in ((baseline, papers.GEOM_EPOCHS[0]), (bounded, papers.GEOM_EPOCHS[1])):
+            sub = tr[mask]
             if len(sub):
                 g = sub[sub["status"] == "grokked"]["grok_step"]
                 out.append(Comparison(num, float(g.median()) if len(g) else math.nan,

@@ -16,7 +16,9 @@ Metric names (`EVAL_METRICS`; each produces the columns listed):
   `wedderburn_frac_nz` (on abelian groups almost all k^3 coefficients are 0, so use these).
 - `nfa`: the neural feature ansatz of the MLP (NaN for other archs): Pearson correlation of the
   NFM W1^T W1 over the one-hot input e_a (+) e_b with AGOP^(1/2) (`nfa_corr`) and with the AGOP
-  itself (`nfa_corr_agop`), the AGOP taken at the seed's training pairs.
+  itself (`nfa_corr_agop`), and with AGOP^(1/2) over off-diagonal entries only
+  (`nfa_corr_offdiag`; the diagonal dominates both matrices), the AGOP taken at the seed's
+  training pairs.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import torch
 from torch import Tensor
 
 from grokray.errors import ConfigError
-from grokray.metrics.agop import embed_mlp_nfa, pearson
+from grokray.metrics.agop import embed_mlp_nfa, pearson, psd_power
 from grokray.metrics.axioms import DEFAULT_REL, axiom_emergence
 from grokray.metrics.spectra import (
     effective_modes,
@@ -143,7 +145,7 @@ _WEDDERBURN_COLUMNS = ("wedderburn_match", "wedderburn_total", "wedderburn_frac"
                        "wedderburn_match_nz", "wedderburn_total_nz", "wedderburn_frac_nz")
 
 
-_NFA_COLUMNS = ("nfa_corr", "nfa_corr_agop")
+_NFA_COLUMNS = ("nfa_corr", "nfa_corr_agop", "nfa_corr_offdiag")
 
 
 def _nfa(x: MetricInputs) -> dict[str, Tensor]:
@@ -163,12 +165,15 @@ def _nfa(x: MetricInputs) -> dict[str, Tensor]:
         a, b = g.repeat_interleave(n).expand(S, -1), g.repeat(n).expand(S, -1)  # [S, n^2]
     else:
         a, b = (t[:, :NFA_MAX_PAIRS].to(Ta.device) for t in x.pairs)  # [S, N]
-    corr, corr1 = torch.empty(S, dtype=torch.float64), torch.empty(S, dtype=torch.float64)
+    out = {c: torch.empty(S, dtype=torch.float64) for c in _NFA_COLUMNS}
     for s in range(S):
-        corr[s], G = embed_mlp_nfa(Ta[s], Tb[s], P["b1"][s], P["W2"][s], a[s], b[s], act)
+        corr, G = embed_mlp_nfa(Ta[s], Tb[s], P["b1"][s], P["W2"][s], a[s], b[s], act)
         T = torch.cat([Ta[s], Tb[s]], 0)  # [2n, h] = W1^T over e_a (+) e_b
-        corr1[s] = pearson(T @ T.T, G)
-    return {"nfa_corr": corr, "nfa_corr_agop": corr1}
+        nfm, root = T @ T.T, psd_power(G, 0.5)  # [2n, 2n] each
+        out["nfa_corr"][s] = corr
+        out["nfa_corr_agop"][s] = pearson(nfm, G)
+        out["nfa_corr_offdiag"][s] = pearson(nfm, root, drop_diag=True)
+    return out
 
 
 EVAL_METRICS: dict[str, Callable[[MetricInputs], dict[str, Tensor]]] = {

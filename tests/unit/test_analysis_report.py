@@ -63,3 +63,22 @@ def test_report_on_fixture_sweeps(tmp_path):
     assert "tiny_ablation-scaling.png" in pngs and "tiny_capacity-phase.png" in pngs
     for p in pngs:
         assert f"]({p})" in text
+
+
+def test_topology_comparison_uses_config_columns_not_arm_names():
+    # arms named freely; uniform attention and S5 runs must join neither side
+    arms = [("layernorm", "layernorm", "standard", "add", 900.0),
+            ("rms", "rmsnorm", "standard", "add", 1000.0),
+            ("uniform", "layernorm", "uniform", "add", 500.0),
+            ("spherical_wd0", "spherical", "standard", "add", 700.0),
+            ("bounded", "spherical_bounded", "standard", "add", 200.0),
+            ("bounded_s5", "spherical_bounded", "standard", "group", 50.0)]
+    rows = [{"group": "Z59" if op != "group" else "S5", "arch": "transformer", "op": op,
+             "arm": arm, "seed": s, "transformer_norm": norm, "transformer_attention": attn,
+             "status": "grokked", "grok_step": step + s}
+            for arm, norm, attn, op, step in arms for s in range(3)]
+    comps = {c.number.key: c for c in paper_comparisons(pd.DataFrame(rows), n_boot=10)}
+    base, sph = (c for c in comps.values() if c.number.key.startswith("geom"))
+    assert base.measured == pytest.approx(951.0)  # median over layernorm + rmsnorm, 6 runs
+    assert "6/6" in base.detail
+    assert sph.measured == pytest.approx(201.0) and "3/3" in sph.detail

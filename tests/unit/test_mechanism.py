@@ -86,7 +86,7 @@ def test_summarize_last_values_and_axioms():
     assert math.isnan(s[1]["ident_step"])
 
 
-def _direct_nfa(model: MLP, s: int, a: torch.Tensor, b: torch.Tensor) -> tuple[float, float]:
+def _direct_nfa(model: MLP, s: int, a: torch.Tensor, b: torch.Tensor) -> tuple[float, ...]:
     """NFA of seed s by autograd: Jacobians of logits wrt the one-hot input e_a (+) e_b."""
     P = {k: v[s].detach().double() for k, v in model.params.items()}
     n = P["Ea"].shape[0]
@@ -105,9 +105,13 @@ def _direct_nfa(model: MLP, s: int, a: torch.Tensor, b: torch.Tensor) -> tuple[f
     G = torch.einsum("ncd,nce->de", J, J) / X.shape[0]  # AGOP [2n, 2n]
     w, V = torch.linalg.eigh(G)
     root = (V * w.clamp(min=0).sqrt()) @ V.T
-    nfm = (W1.T @ W1).flatten().numpy()
-    corr = [float(pd.Series(nfm).corr(pd.Series(M.flatten().numpy()))) for M in (root, G)]
-    return corr[0], corr[1]
+    nfm = W1.T @ W1
+    off = ~torch.eye(2 * n, dtype=torch.bool)
+
+    def r(A, B):
+        return float(pd.Series(A.flatten().numpy()).corr(pd.Series(B.flatten().numpy())))
+
+    return r(nfm, root), r(nfm, G), r(nfm[off], root[off])
 
 
 @pytest.mark.parametrize("act", ["relu", "quadratic"])
@@ -118,16 +122,17 @@ def test_nfa_matches_autograd_on_a_tiny_mlp(act):
     a = torch.randint(0, 5, (2, 12), generator=gen)
     b = torch.randint(0, 5, (2, 12), generator=gen)
     out = compute_eval_metrics(MetricInputs(group=None, model=model, pairs=(a, b)), ["nfa"])
-    assert set(out) == {"nfa_corr", "nfa_corr_agop"}
+    assert set(out) == {"nfa_corr", "nfa_corr_agop", "nfa_corr_offdiag"}
     for s in range(2):
-        corr, corr1 = _direct_nfa(model, s, a[s], b[s])
+        corr, corr1, corr_off = _direct_nfa(model, s, a[s], b[s])
         assert out["nfa_corr"][s].item() == pytest.approx(corr, abs=1e-9)
         assert out["nfa_corr_agop"][s].item() == pytest.approx(corr1, abs=1e-9)
+        assert out["nfa_corr_offdiag"][s].item() == pytest.approx(corr_off, abs=1e-9)
         assert abs(corr) < 0.999  # an untrained net: a real correlation, not a degenerate 1
     # no pairs given: the AGOP over the whole 5 x 5 grid
     grid = compute_eval_metrics(MetricInputs(group=None, model=model), ["nfa"])
     g = torch.arange(5)
-    corr, _ = _direct_nfa(model, 1, g.repeat_interleave(5), g.repeat(5))
+    corr = _direct_nfa(model, 1, g.repeat_interleave(5), g.repeat(5))[0]
     assert grid["nfa_corr"][1].item() == pytest.approx(corr, abs=1e-9)
 
 
