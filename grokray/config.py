@@ -384,7 +384,8 @@ _POSITIVE = ("steps", "eval_every", "model.d", "model.hidden", "model.rank", "fo
              "optim.max_full_batch", "metrics.eval_max_pairs")
 
 
-def _get(cfg: TrialConfig, key: str) -> Any:
+def get_key(cfg: TrialConfig, key: str) -> Any:
+    """The value of a dotted key (`"model.rank"`) in a config."""
     obj: Any = cfg
     for p in key.split("."):
         obj = getattr(obj, p)
@@ -393,12 +394,12 @@ def _get(cfg: TrialConfig, key: str) -> Any:
 
 def _validate(cfg: TrialConfig) -> None:
     for key, choices in _CHOICES.items():
-        v = _get(cfg, key)
+        v = get_key(cfg, key)
         if v not in choices:
             raise ConfigError(f"bad value {v!r} for {key}; valid: {', '.join(choices)}")
     for key in _POSITIVE:
-        if _get(cfg, key) <= 0:
-            raise ConfigError(f"{key} must be > 0, got {_get(cfg, key)}")
+        if get_key(cfg, key) <= 0:
+            raise ConfigError(f"{key} must be > 0, got {get_key(cfg, key)}")
     if not 0.0 < cfg.train_frac < 1.0:
         raise ConfigError(f"train_frac must be in (0, 1), got {cfg.train_frac}")
     if not cfg.seeds:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from grokray.config import TrialConfig
+from grokray.config import TrialConfig, get_key
 from grokray.errors import GrokrayError
 
 TrialFn = Callable[[TrialConfig], Any]
@@ -389,7 +389,7 @@ class RayBackend:
         for cfg, value in self.prior:
             if _isnan(value):
                 continue
-            flat = {k: _get(cfg, k) for k in spec.space}
+            flat = {k: get_key(cfg, k) for k in spec.space}
             points.append({_safe(k): v for k, v in flat.items()})
             rewards.append(value)
         # a resumed search must not replay the same random start-up samples
@@ -418,13 +418,6 @@ def _hopeless(outcome: Outcome) -> bool:
     does is a lost worker or node (retry) or a trial Ray cannot load (do not)."""
     text = outcome.traceback or outcome.error or ""
     return any(k in text for k in _HOPELESS)
-
-
-def _get(cfg: TrialConfig, key: str) -> Any:
-    obj: Any = cfg
-    for part in key.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 def _dirname(trial: Any) -> str:

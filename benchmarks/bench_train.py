@@ -1,0 +1,245 @@
+"""Training throughput: grokray's seed-batched trainer vs a plain per-seed reference loop.
+
+    python benchmarks/bench_train.py          # MLP, FORGE, transformer; Z97, S5; S = 1, 8
+    python benchmarks/bench_train.py --quick  # fewer steps, one repeat
+    python benchmarks/bench_train.py --archs mlp --groups Z97 --seeds 8 --set model.d=128
+
+The reference is the way the public grokking repos train: one `nn.Module` per seed, trained one
+seed after the other with `torch.optim.AdamW`, full batch, `F.cross_entropy`, evaluated on the
+train and val sets every `eval_every` steps. It computes the same math as grokray's config
+(same split, shapes, init scale, optimizer settings, FORGE losses and lambda schedule, transformer
+layout) with stock PyTorch modules. grokray runs `run_trial(cfg)` with the S seeds together.
+
+Figure: seed-steps/s = S * steps / wall seconds (setup included for both: model init, split,
+optimizer; the group's Cayley table is built once before timing). Reference and grokray runs
+alternate (ref, grokray, grokray, ref, ...) so machine noise hits both alike; the median over
+--repeats is reported. One torch thread by default (the machine is shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from grokray.config import TrialConfig
+from grokray.models.mlp import ACTS, hidden_width
+from grokray.optim import lambda_alg
+from grokray.tasks import Task, make_task, split
+from grokray.trainer import run_trial
+
+STEPS = {"mlp": 200, "forge": 200, "transformer": 6}
+QUICK_STEPS = {"mlp": 60, "forge": 60, "transformer": 3}
+
+
+# ----------------------------------------------------------------------------- reference models
+
+
+class RefMLP(nn.Module):
+    """Embed a and b, concatenate, one hidden layer, |G| logits."""
+
+    def __init__(self, cfg: TrialConfig, n_in: int, n_out: int) -> None:
+        super().__init__()
+        d, h = cfg.model.d, hidden_width(cfg, n_in, n_out)
+        self.Ea, self.Eb = nn.Embedding(n_in, d), nn.Embedding(n_in, d)
+        self.l1, self.l2 = nn.Linear(2 * d, h), nn.Linear(h, n_out)
+        self.act = ACTS[cfg.model.act]
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return self.l2(self.act(self.l1(torch.cat([self.Ea(a), self.Eb(b)], -1))))
+
+    def aux(self, gen: torch.Generator) -> torch.Tensor:
+        return torch.zeros(())
+
+
+class RefForge(nn.Module):
+    """FORGE written plainly: E, DAD product W((U x) * (V y)), tied_dist / tied / separate
+    decoding, identity e, inverse g_phi, the three algebra losses on sampled triples."""
+
+    def __init__(self, cfg: TrialConfig, n_in: int, n_out: int) -> None:
+        super().__init__()
+        f, d, R = cfg.forge, cfg.model.d, cfg.model.rank
+        self.cfg, self.n = cfg, n_in
+        self.E = nn.Parameter(torch.randn(n_in, d) / math.sqrt(d))
+        self.U, self.V = nn.Linear(d, R, bias=False), nn.Linear(d, R, bias=False)
+        self.W = nn.Linear(R, d, bias=False)
+        self.e = nn.Parameter(torch.randn(d) / math.sqrt(d))
+        self.g = nn.Sequential(nn.Linear(d, f.inv_hidden), nn.ReLU(), nn.Linear(f.inv_hidden, d))
+        self.D = nn.Linear(d, n_out) if f.decode == "separate" else None
+
+    def mu(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.W(self.U(x) * self.V(y))
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        z = self.mu(self.E[a], self.E[b])
+        if self.D is not None:
+            return self.D(z)
+        if self.cfg.forge.decode == "tied":
+            return z @ self.E.T
+        return 2 * z @ self.E.T - (self.E ** 2).sum(-1)  # -|z - E_c|^2 up to -|z|^2
+
+    def aux(self, gen: torch.Generator) -> torch.Tensor:
+        f, E, n = self.cfg.forge, self.E, self.n
+        if n <= f.alg_full_max:
+            i, j, k = torch.cartesian_prod(*(torch.arange(n),) * 3).T
+        else:
+            i, j, k = torch.randint(n, (3, f.alg_samples), generator=gen)
+        x, y, z = E[i], E[j], E[k]
+        sq = lambda v: (v ** 2).sum(-1).mean()  # noqa: E731
+        assoc = sq(self.mu(self.mu(x, y), z) - self.mu(x, self.mu(y, z)))
+        x = E if n <= f.alg_samples else E[torch.randint(n, (f.alg_samples,), generator=gen)]
+        ee = self.e.expand_as(x)
+        ident = sq(self.mu(ee, x) - x) + sq(self.mu(x, ee) - x)
+        gx = self.g(x)
+        inv = sq(self.mu(x, gx) - ee) + sq(self.mu(gx, x) - ee)
+        return f.w_assoc * assoc + f.w_ident * ident + f.w_inv * inv
+
+
+class RefTransformer(nn.Module):
+    """Decoder-only transformer over `a b =` (pre-LayerNorm, learned positions, causal
+    attention via F.scaled_dot_product_attention, ReLU MLP), logits at the last position."""
+
+    def __init__(self, cfg: TrialConfig, n_in: int, n_out: int) -> None:
+        super().__init__()
+        t = cfg.transformer
+        d, self.H = t.d_model, t.n_heads
+        self.n_in = n_in
+        self.emb, self.pos = nn.Embedding(n_in + 1, d), nn.Parameter(torch.randn(3, d) * 0.02)
+        self.blocks = nn.ModuleList()
+        for _ in range(t.n_layers):
+            self.blocks.append(nn.ModuleDict({
+                "ln1": nn.LayerNorm(d), "qkv": nn.Linear(d, 3 * d, bias=False),
+                "o": nn.Linear(d, d, bias=False), "ln2": nn.LayerNorm(d),
+                "mlp": nn.Sequential(nn.Linear(d, t.d_mlp), nn.ReLU(), nn.Linear(t.d_mlp, d)),
+            }))
+        self.lnf, self.unembed = nn.LayerNorm(d), nn.Linear(d, n_out, bias=False)
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        x = self.emb(torch.stack([a, b, torch.full_like(a, self.n_in)], -1)) + self.pos
+        B, T, d = x.shape
+        for blk in self.blocks:
+            q, k, v = blk["qkv"](blk["ln1"](x)).view(B, T, 3, self.H, -1).permute(2, 0, 3, 1, 4)
+            z = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [B, H, T, e]
+            x = x + blk["o"](z.transpose(1, 2).reshape(B, T, d))
+            x = x + blk["mlp"](blk["ln2"](x))
+        return self.unembed(self.lnf(x[:, -1]))
+
+    def aux(self, gen: torch.Generator) -> torch.Tensor:
+        return torch.zeros(())
+
+
+REFS = {"mlp": RefMLP, "forge": RefForge, "transformer": RefTransformer}
+
+
+def _evaluate(model: nn.Module, sets: list) -> list[float]:
+    """Loss and accuracy on the train and val sets (host sync, as the reference loops do)."""
+    out = []
+    with torch.no_grad():
+        for a, b, y in sets:
+            logits = model(a, b)
+            out += [F.cross_entropy(logits, y).item(),
+                    (logits.argmax(-1) == y).float().mean().item()]
+    return out
+
+
+def reference_run(cfg: TrialConfig, task: Task) -> float:
+    """Train every seed of cfg one after the other, the plain way; returns wall seconds."""
+    t0 = time.perf_counter()
+    o = cfg.optim
+    for seed in cfg.seeds:
+        torch.manual_seed(seed)
+        gen = torch.Generator().manual_seed(seed)
+        tr, va = split(task, cfg.train_frac, cfg.seed_data_seed(seed))
+        model = REFS[cfg.arch](cfg, task.n_in, task.n_out)
+        if cfg.model.init_scale != 1.0:
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.mul_(cfg.model.init_scale)
+        opt = torch.optim.AdamW(model.parameters(), lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps,
+                                weight_decay=o.weight_decay)
+        sets = [(task.a[i], task.b[i], task.y[i]) for i in (tr, va)]
+        a_tr, b_tr, y_tr = sets[0]
+        _evaluate(model, sets)
+        for step in range(cfg.steps):
+            loss = F.cross_entropy(model(a_tr, b_tr), y_tr)
+            lam = lambda_alg(step, cfg.forge, cfg.steps) if cfg.arch == "forge" else 0.0
+            if lam > 0.0:
+                loss = loss + lam * model.aux(gen)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+                _evaluate(model, sets)
+    return time.perf_counter() - t0
+
+
+def grokray_run(cfg: TrialConfig) -> float:
+    t0 = time.perf_counter()
+    result = run_trial(cfg)
+    wall = time.perf_counter() - t0
+    bad = [s for s in result.seeds if s.status not in ("grokked", "not_grokked")]
+    if bad:
+        raise RuntimeError(f"grokray run failed: {bad[0].status} {bad[0].error}")
+    return wall
+
+
+def make_cfg(arch: str, group: str, S: int, steps: int, overrides: dict) -> TrialConfig:
+    base = {"group": group, "arch": arch, "steps": steps, "eval_every": 100,
+            "seeds": list(range(S)), "device": "cpu", "metrics.patience": 0, **overrides}
+    return TrialConfig.from_dict(base)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--archs", default="mlp,forge,transformer")
+    ap.add_argument("--groups", default="Z97,S5")
+    ap.add_argument("--seeds", default="1,8", help="comma list of S values")
+    ap.add_argument("--steps", type=int, default=None, help="steps per run (default per arch)")
+    ap.add_argument("--repeats", type=int, default=None, help="pairs of runs (default 2; quick 1)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--quick", action="store_true", help="fewer steps and one repeat")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override for both sides, e.g. model.d=128")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    overrides = dict(kv.split("=", 1) for kv in args.set)
+    repeats = args.repeats or (1 if args.quick else 2)
+    archs = [a for a in args.archs.split(",") if a]
+    try:
+        import grokray.models.transformer  # noqa: F401
+    except ImportError:
+        archs = [a for a in archs if a != "transformer"]
+    rows = []
+    print(f"torch {torch.__version__}, {args.threads} thread(s), repeats {repeats}, "
+          f"overrides {overrides or '-'}", flush=True)
+    print(f"{'arch':12s} {'group':6s} {'S':>3s} {'steps':>5s} {'ref s-st/s':>11s} "
+          f"{'grokray s-st/s':>15s} {'ratio':>6s}", flush=True)
+    for arch in archs:
+        for group in args.groups.split(","):
+            task = make_task(group)
+            for S in (int(s) for s in args.seeds.split(",")):
+                steps = args.steps or (QUICK_STEPS if args.quick else STEPS)[arch]
+                cfg = make_cfg(arch, group, S, steps, overrides)
+                grokray_run(make_cfg(arch, group, 1, 2, overrides))  # warm imports and caches
+                ref, ours = [], []
+                for r in range(repeats):
+                    order = (reference_run, grokray_run) if r % 2 == 0 else \
+                        (grokray_run, reference_run)
+                    for fn in order:
+                        wall = fn(cfg, task) if fn is reference_run else fn(cfg)
+                        (ref if fn is reference_run else ours).append(S * steps / wall)
+                rr, oo = statistics.median(ref), statistics.median(ours)
+                rows.append((arch, group, S, steps, rr, oo, oo / rr))
+                print(f"{arch:12s} {group:6s} {S:3d} {steps:5d} {rr:11.1f} {oo:15.1f} "
+                      f"{oo / rr:5.2f}x", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
