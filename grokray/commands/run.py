@@ -91,8 +91,10 @@ def main(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
+    from grokray.tasks import make_task
     from grokray.trainer import run_trial
 
+    make_task(cfg.group, cfg.op)  # a bad group or op fails here, before the progress bar
     if args.threads:
         torch.set_num_threads(args.threads)
     err = Console(stderr=True)
