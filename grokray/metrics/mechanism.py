@@ -153,9 +153,9 @@ def _nfa(x: MetricInputs) -> dict[str, Tensor]:
     from grokray.models.mlp import ACTS, MLP
 
     model = x.model
-    if not isinstance(model, MLP):  # other archs have no first layer over one-hot pairs
+    act = next((name for name, fn in ACTS.items() if fn is getattr(model, "act", None)), None)
+    if not isinstance(model, MLP) or act is None:  # no first layer over one-hot pairs
         return _nan_columns(x, _NFA_COLUMNS)
-    act = next(name for name, fn in ACTS.items() if fn is model.act)
     P = {k: v.detach().double() for k, v in model.params.items()}
     Ta = torch.bmm(P["Ea"], P["W1a"])  # [S, n, h]
     Tb = torch.bmm(P["Eb"], P["W1b"])  # [S, n, h]
