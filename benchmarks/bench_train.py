@@ -87,13 +87,14 @@ class RefForge(nn.Module):
     def aux(self, gen: torch.Generator) -> torch.Tensor:
         f, E, n = self.cfg.forge, self.E, self.n
         if n <= f.alg_full_max:
-            i, j, k = torch.cartesian_prod(*(torch.arange(n),) * 3).T
+            i, j, k = torch.cartesian_prod(*(torch.arange(n),) * 3).T.to(E.device)
         else:
-            i, j, k = torch.randint(n, (3, f.alg_samples), generator=gen)
+            i, j, k = torch.randint(n, (3, f.alg_samples), generator=gen).to(E.device)
         x, y, z = E[i], E[j], E[k]
         sq = lambda v: (v ** 2).sum(-1).mean()  # noqa: E731
         assoc = sq(self.mu(self.mu(x, y), z) - self.mu(x, self.mu(y, z)))
-        x = E if n <= f.alg_samples else E[torch.randint(n, (f.alg_samples,), generator=gen)]
+        x = E if n <= f.alg_samples else \
+            E[torch.randint(n, (f.alg_samples,), generator=gen).to(E.device)]
         ee = self.e.expand_as(x)
         ident = sq(self.mu(ee, x) - x) + sq(self.mu(x, ee) - x)
         gx = self.g(x)
@@ -148,22 +149,23 @@ def _evaluate(model: nn.Module, sets: list) -> list[float]:
     return out
 
 
-def reference_run(cfg: TrialConfig, task: Task) -> float:
+def reference_run(cfg: TrialConfig, task: Task, device: str = "cpu") -> float:
     """Train every seed of cfg one after the other, the plain way; returns wall seconds."""
+    dev = torch.device(device)
     t0 = time.perf_counter()
     o = cfg.optim
     for seed in cfg.seeds:
         torch.manual_seed(seed)
         gen = torch.Generator().manual_seed(seed)
         tr, va = split(task, cfg.train_frac, cfg.seed_data_seed(seed))
-        model = REFS[cfg.arch](cfg, task.n_in, task.n_out)
+        model = REFS[cfg.arch](cfg, task.n_in, task.n_out).to(dev)
         if cfg.model.init_scale != 1.0:
             with torch.no_grad():
                 for p in model.parameters():
                     p.mul_(cfg.model.init_scale)
         opt = torch.optim.AdamW(model.parameters(), lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps,
                                 weight_decay=o.weight_decay)
-        sets = [(task.a[i], task.b[i], task.y[i]) for i in (tr, va)]
+        sets = [(task.a[i].to(dev), task.b[i].to(dev), task.y[i].to(dev)) for i in (tr, va)]
         a_tr, b_tr, y_tr = sets[0]
         _evaluate(model, sets)
         for step in range(cfg.steps):
@@ -176,6 +178,8 @@ def reference_run(cfg: TrialConfig, task: Task) -> float:
             opt.step()
             if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
                 _evaluate(model, sets)
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
     return time.perf_counter() - t0
 
 

@@ -33,14 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"grokray {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, module in COMMANDS.items():
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:  # a subcommand not built yet must not break the rest
-            if exc.name and module.startswith(exc.name):
-                continue
-            raise
-        mod.add_parser(sub)
+    for module in COMMANDS.values():
+        importlib.import_module(module).add_parser(sub)
     return parser
 
 

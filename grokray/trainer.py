@@ -31,6 +31,9 @@ from grokray.optim import lambda_alg, lr_at, make_filter, make_optimizer
 from grokray.result import SeedResult, TrialResult
 
 LOGIT_BUDGET = 1 << 24  # elements of one eval logits chunk [S, chunk, n_out]
+TRAIN_LOGIT_BUDGET = 1 << 25  # elements of one training logits chunk (gradient accumulation)
+CPU_CHUNK_BUDGET = 1 << 20  # on CPU, smaller chunks that stay in cache: measured 10-20%
+# faster at Z97, S = 8 (benchmarks/README.md); on CUDA one big chunk is best
 
 
 @dataclass
@@ -173,24 +176,39 @@ class _Trial:
             idx = self.batcher.next([self.seeds[p] for p in self.active]).to(self.device)
             idx = self.tr.gather(1, idx)  # [S, B] task indices
             a, b, y = self.a[idx], self.b[idx], self.y[idx]
-        logits = model.logits(a, b)  # [S, B, n_out]
-        task_loss = seed_cross_entropy(logits, y)  # [S]
-        total = task_loss
+        S, B = y.shape
+        # gradient accumulation over chunks of the batch when its logits would exceed the budget
+        # (A7: 131072 x 2520 logits per seed): same gradient, bounded memory (and, on CPU,
+        # cache-sized working sets)
+        budget = TRAIN_LOGIT_BUDGET
+        if self.device.type == "cpu":
+            budget = min(budget, CPU_CHUNK_BUDGET)
+        chunk = max(1, budget // max(1, S * self.task.n_out))
         lam = lambda_alg(step, cfg.forge, cfg.steps) if self.has_aux else 0.0
-        if lam > 0.0:
-            aux = model.aux_losses()
-            alg = sum(model.aux_weights[k] * v for k, v in aux.items())
-            total = total + lam * alg
         names = list(model.params)
         ps = [model.params[k] for k in names]
-        gs = torch.autograd.grad(total.sum(), ps, allow_unused=True)
+        acc: list[torch.Tensor | None] = [None] * len(ps)
+        total_sum = torch.zeros(S, device=self.device, dtype=self.dtype)
+        for i in range(0, B, chunk):
+            j = slice(i, i + chunk)
+            total = seed_cross_entropy(model.logits(a[:, j], b[:, j]), y[:, j])  # [S]
+            if chunk < B:
+                total = total * (y[:, j].shape[1] / B)
+            if lam > 0.0 and i == 0:
+                aux = model.aux_losses()
+                alg = sum(model.aux_weights[k] * v for k, v in aux.items())
+                total = total + lam * alg
+            gs = torch.autograd.grad(total.sum(), ps, allow_unused=True)
+            acc = [g if s is None else s if g is None else s.add_(g)
+                   for s, g in zip(acc, gs, strict=True)]
+            total_sum += total.detach()
         # a parameter unused at this step (g_phi once lambda_alg is 0) gets a zero gradient
         grads = {k: torch.zeros_like(p) if g is None else g
-                 for k, p, g in zip(names, ps, gs, strict=True)}
+                 for k, p, g in zip(names, ps, acc, strict=True)}
         if self.filt is not None:
             grads = self.filt(grads)
         self.opt.step(model.params, grads, lr_at(step, cfg.optim, cfg.steps))
-        return total.detach()
+        return total_sum
 
     def _check_finite(self, loss: torch.Tensor, step: int) -> None:
         bad = ~torch.isfinite(loss)

@@ -111,8 +111,10 @@ class Forge:
         if self.decode == "tied":
             return torch.bmm(z, _t(p["E"]))  # [S, B, n]
         if self.decode == "tied_dist":  # -|z - E_c|^2 up to the class-independent -|z|^2
-            return torch.baddbmm(p["E"].square().sum(-1)[:, None, :], z, _t(p["E"]),
-                                 beta=-1.0, alpha=2.0)
+            # one GEMM with the bias folded in; 2z is exact (a power of two), and alpha = beta =
+            # 1 keeps the backward free of extra passes over the [S, B, n] gradient
+            negsq = -p["E"].square().sum(-1)[:, None, :]  # [S, 1, n]
+            return torch.baddbmm(negsq, 2.0 * z, _t(p["E"]))
         return torch.baddbmm(p["c"][:, None, :], z, _t(p["D"]))
 
     def _product(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -128,23 +130,44 @@ class Forge:
     # ------------------------------------------------------------------ algebra losses
 
     def aux_losses(self) -> dict[str, torch.Tensor]:
-        """L_assoc, L_ident, L_inv per seed, each [S]."""
+        """L_assoc, L_ident, L_inv per seed, each [S].
+
+        Computed on the per-element tables U E^T, V E^T (one [n, R] GEMM each): U x and V y of
+        an element are table rows, so only the products of non-elements (mu(x, y), g(x), e)
+        need a GEMM. The same sums as evaluating mu on gathered vectors, about half the work.
+        """
         p = self.params
         E, e = p["E"], p["e"][:, None, :]  # [S, n, d], [S, 1, d]
         S, n, d = E.shape
+        U, V = _t(p["U"]), _t(p["V"])  # [S, d, R]
+        Ut, Vt = torch.bmm(E, U), torch.bmm(E, V)  # [S, n, R]: U x, V x for every element
         if n <= self.full_max:
             assoc = self._assoc_full(E)
         else:
             idx = self._sample((self.n_samples, 3), n)  # [S, m, 3]
-            x, y, z = (gather_rows(E, idx[..., i]) for i in range(3))
-            assoc = _sqnorm(self.mu(self.mu(x, y), z) - self.mu(x, self.mu(y, z)))
+            i, j, k = idx[..., 0], idx[..., 1], idx[..., 2]
+            Ui, Vk = gather_rows(Ut, i), gather_rows(Vt, k)  # [S, m, R]
+            m_ij = self._mu_uv(Ui, gather_rows(Vt, j))  # mu(x, y) [S, m, d]
+            m_jk = self._mu_uv(gather_rows(Ut, j), Vk)  # mu(y, z)
+            left = self._mu_uv(torch.bmm(m_ij, U), Vk)  # mu(mu(x, y), z)
+            right = self._mu_uv(Ui, torch.bmm(m_jk, V))  # mu(x, mu(y, z))
+            assoc = _sqnorm(left - right)
         # identity and inverse: every element, or a sample when there are more than alg_samples
-        x = E if n <= self.n_samples else gather_rows(E, self._sample((self.n_samples,), n))
-        ee = e.expand(-1, x.shape[1], -1)
-        ident = _sqnorm(self.mu(ee, x) - x) + _sqnorm(self.mu(x, ee) - x)
+        if n <= self.n_samples:
+            x, Ux, Vx = E, Ut, Vt
+        else:
+            s = self._sample((self.n_samples,), n)
+            x, Ux, Vx = gather_rows(E, s), gather_rows(Ut, s), gather_rows(Vt, s)
+        Ue, Ve = torch.bmm(e, U), torch.bmm(e, V)  # [S, 1, R]
+        ident = _sqnorm(self._mu_uv(Ue, Vx) - x) + _sqnorm(self._mu_uv(Ux, Ve) - x)
         gx = self.g_phi(x)
-        inv = _sqnorm(self.mu(x, gx) - ee) + _sqnorm(self.mu(gx, x) - ee)
+        inv = _sqnorm(self._mu_uv(Ux, torch.bmm(gx, V)) - e) + \
+            _sqnorm(self._mu_uv(torch.bmm(gx, U), Vx) - e)
         return {"assoc": assoc, "ident": ident, "inv": inv}
+
+    def _mu_uv(self, Ux: torch.Tensor, Vy: torch.Tensor) -> torch.Tensor:
+        """mu from the projections: W((U x) * (V y)). [S, M, R] (or [S, 1, R]) -> [S, M, d]."""
+        return torch.bmm(Ux * Vy, _t(self.params["W"]))
 
     def _assoc_full(self, E: torch.Tensor) -> torch.Tensor:
         """Mean of |mu(mu(x_i,x_j),x_k) - mu(x_i,mu(x_j,x_k))|^2 over all n^3 triples, exactly.

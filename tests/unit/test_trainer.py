@@ -161,3 +161,17 @@ def test_rfm_is_dispatched(monkeypatch):
 
     monkeypatch.setattr(rfm, "run_rfm_trial", lambda cfg: ("rfm", cfg.arch))
     assert run_trial(TrialConfig(arch="rfm")) == ("rfm", "rfm")
+
+
+@pytest.mark.parametrize("arch", ["mlp", "forge"])
+def test_chunked_gradient_accumulation_equals_one_batch(monkeypatch, arch):
+    import grokray.trainer as trainer
+
+    whole = run_trial(_cfg(arch=arch)).curves
+    monkeypatch.setattr(trainer, "TRAIN_LOGIT_BUDGET", 3 * 6 * 5)  # S=3, |S3|=6: chunks of 5
+    chunked = run_trial(_cfg(arch=arch)).curves
+    for c in CURVE:
+        torch.testing.assert_close(torch.tensor(chunked[c].to_numpy(dtype=float)),
+                                   torch.tensor(whole[c].to_numpy(dtype=float)),
+                                   rtol=1e-9, atol=1e-12)
+    assert whole.train_loss.iloc[-1] < whole.train_loss.iloc[0]

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# GPU check: seed-batched training at S=64 vs the plain per-seed loop on the same GPU (target:
+# >= 20x seed-steps/s), plus a CUDA determinism check. Finishes in well under 8 minutes on a GPU.
+#
+#   bash benchmarks/gpu_check.sh              # on a machine with CUDA
+#   bash benchmarks/gpu_check.sh --cpu-smoke  # the same logic on CPU, tiny sizes (tests the script)
+#
+# The plain loop (benchmarks/bench_train.py: one nn.Module per seed, torch.optim.AdamW, full
+# batch) trains its seeds one after the other, so its seed-steps/s does not depend on S: it is
+# timed on REF_SEEDS seeds; grokray trains all S seeds at once. Prints one line per figure and a
+# summary; exit 0 even below target (it reports, it does not gate), 1 on a failed check.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python}
+if [ -x .venv/bin/python ] && [ -z "${PYTHON:-}" ]; then PY=.venv/bin/python; fi
+exec "$PY" - "$@" <<'EOF'
+import json, sys, time
+
+import torch
+
+sys.path.insert(0, "benchmarks")
+from bench_train import make_cfg, reference_run  # noqa: E402
+
+from grokray.tasks import make_task  # noqa: E402
+from grokray.trainer import run_trial  # noqa: E402
+
+smoke = "--cpu-smoke" in sys.argv[1:]
+if smoke:
+    dev, group, S, ref_seeds = "cpu", "Z13", 4, 2
+    plan = {"mlp": 20, "forge": 20, "transformer": 3}
+    torch.set_num_threads(1)
+else:
+    if not torch.cuda.is_available():
+        sys.exit("gpu_check: CUDA is not available (use --cpu-smoke to test the script on CPU)")
+    dev, group, S, ref_seeds = "cuda", "Z97", 64, 4
+    plan = {"mlp": 300, "forge": 300, "transformer": 100}
+    print("device:", torch.cuda.get_device_name(0), "| torch", torch.__version__, flush=True)
+
+
+def sync():
+    if dev == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed_grokray(cfg):
+    sync()
+    t0 = time.perf_counter()
+    r = run_trial(cfg)
+    sync()
+    wall = time.perf_counter() - t0
+    bad = [s for s in r.seeds if s.status not in ("grokked", "not_grokked")]
+    if bad:
+        raise SystemExit(f"gpu_check: grokray run failed: {bad[0].status} {bad[0].error}")
+    return wall, r
+
+
+task = make_task(group)
+results, ok = [], True
+t_start = time.perf_counter()
+for arch, steps in plan.items():
+    over = {"device": dev, "eval_every": 100}
+    run_trial(make_cfg(arch, group, 2, 3, over))  # warm-up: CUDA context, kernels, caches
+    reference_run(make_cfg(arch, group, 1, 3, over), task, dev)
+    ref_cfg = make_cfg(arch, group, ref_seeds, steps, over)
+    ref_wall = reference_run(ref_cfg, task, dev)
+    wall, _ = timed_grokray(make_cfg(arch, group, S, steps, over))
+    ref_rate, rate = ref_seeds * steps / ref_wall, S * steps / wall
+    row = {"arch": arch, "group": group, "S": S, "steps": steps,
+           "ref_seed_steps_per_s": round(ref_rate, 1), "grokray_seed_steps_per_s": round(rate, 1),
+           "ratio": round(rate / ref_rate, 2)}
+    results.append(row)
+    print(f"{arch:12s} {group} S={S:<3d} steps={steps:<4d} plain loop {ref_rate:9.1f} "
+          f"seed-steps/s | grokray {rate:10.1f} seed-steps/s | {rate / ref_rate:6.1f}x",
+          flush=True)
+
+# determinism: the same config twice on this device gives the same curves, bit for bit
+for arch in ("mlp", "forge", "transformer"):
+    cfg = make_cfg(arch, group, 4, 30 if not smoke else 10, {"device": dev, "eval_every": 10})
+    a, b = run_trial(cfg).curves, run_trial(cfg).curves
+    same = a.equals(b)
+    ok &= same
+    diff = 0.0 if same else float((a.select_dtypes("number") - b.select_dtypes("number"))
+                                  .abs().max().max())
+    print(f"determinism  {arch:12s} {'identical' if same else f'DIFFERENT (max diff {diff:.3g})'}",
+          flush=True)
+    results.append({"determinism": arch, "identical": bool(same)})
+
+target = 20.0
+for row in results:
+    if "ratio" in row and not smoke:
+        row["meets_20x"] = row["ratio"] >= target
+print(json.dumps({"device": dev, "smoke": smoke, "seconds": round(time.perf_counter() - t_start, 1),
+                  "results": results}))
+sys.exit(0 if ok else 1)
+EOF
