@@ -1,4 +1,18 @@
+import importlib.util
+from pathlib import Path
+
 import pytest
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    """tests/fixtures/tiny.py: writes the tiny synthetic sweeps in the Parquet schema."""
+    spec = importlib.util.spec_from_file_location("grokray_tiny_fixture", FIXTURES / "tiny.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def pytest_addoption(parser):

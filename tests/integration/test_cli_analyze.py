@@ -1,23 +1,16 @@
 """`grokray analyze ...` end to end on the tiny fixture sweeps, through grokray.cli.main."""
 
 import csv
-import importlib.util
 import io
 import json
-from pathlib import Path
 
 import pytest
 
 from grokray.cli import main
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures"
-
 
 @pytest.fixture(scope="module")
-def out(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("grokray_tiny_fixture", FIX / "tiny.py")
-    tiny = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tiny)
+def out(tmp_path_factory, tiny):
     root = tmp_path_factory.mktemp("out")
     tiny.write_ablation(root / "tiny_ablation")
     tiny.write_capacity(root / "tiny_capacity")

@@ -1,4 +1,3 @@
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -9,19 +8,10 @@ from analysis.errors import AnalysisError
 from analysis.load import SCHEMA_VERSION, load, parse_where, require_arms, select
 from grokray.errors import GrokrayError, SchemaError
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures"
-
-
-def _tiny():
-    spec = importlib.util.spec_from_file_location("grokray_tiny_fixture", FIX / "tiny.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 @pytest.fixture(scope="module")
-def ablation(tmp_path_factory):
-    return _tiny().write_ablation(tmp_path_factory.mktemp("out") / "tiny_ablation")
+def ablation(tmp_path_factory, tiny):
+    return tiny.write_ablation(tmp_path_factory.mktemp("out") / "tiny_ablation")
 
 
 def test_loads_and_concatenates_files_with_different_columns(ablation):
@@ -46,8 +36,8 @@ def test_censored_rows_kept_with_nan_grok_step(ablation):
     assert len(cens) == 19 and cens["grok_step"].isna().all()
 
 
-def test_several_dirs(ablation, tmp_path):
-    other = _tiny().write_capacity(tmp_path / "tiny_capacity")
+def test_several_dirs(ablation, tmp_path, tiny):
+    other = tiny.write_capacity(tmp_path / "tiny_capacity")
     s = load([ablation, other])
     assert len(s.trials) == 60 + 48
     assert s.name == "tiny_ablation+tiny_capacity"

@@ -1,21 +1,10 @@
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from analysis.report import build_report, paper_comparisons
-
-FIX = Path(__file__).resolve().parents[1] / "fixtures"
-
-
-def _tiny():
-    spec = importlib.util.spec_from_file_location("grokray_tiny_fixture", FIX / "tiny.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def z97_ablation() -> pd.DataFrame:
@@ -48,8 +37,7 @@ def test_capacity_threshold_matched_only_on_s4():
     assert paper_comparisons(other) == []
 
 
-def test_report_on_fixture_sweeps(tmp_path):
-    tiny = _tiny()
+def test_report_on_fixture_sweeps(tmp_path, tiny):
     a = tiny.write_ablation(tmp_path / "tiny_ablation")
     c = tiny.write_capacity(tmp_path / "tiny_capacity")
     out = build_report([a, c], tmp_path / "rep" / "report.md", n_boot=50)

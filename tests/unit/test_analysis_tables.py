@@ -4,7 +4,6 @@ Regenerate the goldens after an intended change: GROKRAY_UPDATE_GOLDEN=1 pytest 
 """
 
 import csv
-import importlib.util
 import io
 import json
 import os
@@ -24,17 +23,10 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures"
 GOLDEN = FIX / "golden"
 
 
-def _tiny():
-    spec = importlib.util.spec_from_file_location("grokray_tiny_fixture", FIX / "tiny.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 @pytest.fixture(scope="module")
-def sweeps(tmp_path_factory):
+def sweeps(tmp_path_factory, tiny):
     root = tmp_path_factory.mktemp("out")
-    tiny = _tiny()
     return load(tiny.write_ablation(root / "tiny_ablation")), load(
         tiny.write_capacity(root / "tiny_capacity"))
 
