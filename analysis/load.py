@@ -48,21 +48,16 @@ class Sweep:
 
 
 def _read_dir(table_dir: Path, required: Sequence[str]) -> pd.DataFrame:
-    files = sorted(table_dir.glob("*.parquet"))
     frames = []
-    for f in files:
+    for f in sorted(table_dir.glob("*.parquet")):
         try:
             df = pd.read_parquet(f)
         except Exception as exc:  # pyarrow raises several types for a bad file
             raise SchemaError(f"cannot read {f}: {type(exc).__name__}: {exc}") from None
         _check_schema(df, f, required)
-        frames.append(df)
-    if not frames:
-        return pd.DataFrame()
-    frames = [f for f in frames if len(f)]
-    if not frames:
-        return pd.DataFrame()
-    return pd.concat(frames, ignore_index=True, sort=False)
+        if len(df):
+            frames.append(df)
+    return pd.concat(frames, ignore_index=True, sort=False) if frames else pd.DataFrame()
 
 
 def _check_schema(df: pd.DataFrame, path: Path, required: Sequence[str]) -> None:

@@ -45,6 +45,13 @@ def _speedup_of(trials: pd.DataFrame, group: str, arm: str, base: str, n_boot: i
     return row.speedup, detail
 
 
+def _median_grok(num: papers.PaperNumber, sub: pd.DataFrame, what: str) -> Comparison:
+    """The median grok step of the grokked runs in `sub` (NaN when none grokked)."""
+    g = sub[sub["status"] == "grokked"]["grok_step"]
+    return Comparison(num, float(g.median()) if len(g) else math.nan,
+                      f"{what} of {len(g)}/{len(sub)} grokked runs")
+
+
 def paper_comparisons(trials: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0):
     """Every paper number this sweep's rows can be compared with."""
     out: list[Comparison] = []
@@ -95,9 +102,7 @@ def paper_comparisons(trials: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0
         for op, num in papers.RFM_ITERS.items():
             sub = trials[(trials["arch"] == "rfm") & (trials["op"] == op)]
             if len(sub):
-                g = sub[sub["status"] == "grokked"]["grok_step"]
-                out.append(Comparison(num, float(g.median()) if len(g) else math.nan,
-                                      f"median of {len(g)}/{len(sub)} grokked runs"))
+                out.append(_median_grok(num, sub, "median"))
         # the geometric-bias paper's arms, by their config columns (not by arm names): the
         # baseline is a LayerNorm/RMSNorm transformer with standard attention, the accelerated
         # one the fully bounded spherical topology; both on modular arithmetic (not S5)
@@ -109,9 +114,7 @@ def paper_comparisons(trials: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0
         for mask, num in ((baseline, papers.GEOM_EPOCHS[0]), (bounded, papers.GEOM_EPOCHS[1])):
             sub = tr[mask]
             if len(sub):
-                g = sub[sub["status"] == "grokked"]["grok_step"]
-                out.append(Comparison(num, float(g.median()) if len(g) else math.nan,
-                                      f"median step of {len(g)}/{len(sub)} grokked runs"))
+                out.append(_median_grok(num, sub, "median step"))
     return out
 
 
@@ -135,13 +138,13 @@ def _section(sweep: Sweep, out_dir: Path, n_boot: int, seed: int) -> list[str]:
     slug = _slug(sweep.name)
     lines = [f"## Sweep `{sweep.name}`", ""]
     status = T["status"].value_counts().sort_index()
+    arms = ablation_order(sorted(T["arm"].unique()))
     lines.append(
         f"{len(T)} runs from {', '.join(str(p) for p in sweep.paths)}; status: "
         + ", ".join(f"{k} {v}" for k, v in status.items())
-        + f"; arms: {', '.join(ablation_order(sorted(T['arm'].unique())))}."
+        + f"; arms: {', '.join(arms)}."
     )
     lines.append("")
-    arms = ablation_order(sorted(T["arm"].unique()))
 
     def add(title: str, make, name: str) -> None:
         try:

@@ -13,6 +13,7 @@ and the last step). `steps_run` counts optimizer steps.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from grokray.metrics.grokking import GrokDetector
 from grokray.models import get_model, seed_generator
 from grokray.models.ops import seed_cross_entropy
 from grokray.optim import lambda_alg, lr_at, make_filter, make_optimizer
-from grokray.result import SeedResult, TrialResult
+from grokray.result import CURVE_COLUMNS, SeedResult, TrialResult
 
 LOGIT_BUDGET = 1 << 24  # elements of one eval logits chunk [S, chunk, n_out]
 TRAIN_LOGIT_BUDGET = 1 << 25  # elements of one training logits chunk (gradient accumulation)
@@ -114,8 +115,9 @@ class _Trial:
             pairs = list(zip(splits, self.seeds, strict=True))
             self.ev_tr = torch.stack([_subsample(t, m, s, 3) for (t, _), s in pairs]).to(dev)
             self.ev_val = torch.stack([_subsample(v, m, s, 4) for (_, v), s in pairs]).to(dev)
-        self.model = get_model(cfg.arch)(cfg, task.n_in, task.n_out, self.seeds, dev, self.dtype)
-        self.n_params = get_model(cfg.arch).count_params(cfg, task.n_in, task.n_out)
+        model_cls = get_model(cfg.arch)
+        self.model = model_cls(cfg, task.n_in, task.n_out, self.seeds, dev, self.dtype)
+        self.n_params = model_cls.count_params(cfg, task.n_in, task.n_out)
         self.wd = {k: _weight_decay(cfg, g) for k, g in self.model.wd_groups.items()}
         self.opt = make_optimizer(self.model.params, self.wd, cfg.optim)
         self.filt = make_filter(cfg.grokfast)
@@ -183,7 +185,7 @@ class _Trial:
         budget = TRAIN_LOGIT_BUDGET
         if self.device.type == "cpu":
             budget = min(budget, CPU_CHUNK_BUDGET)
-        chunk = max(1, budget // max(1, S * self.task.n_out))
+        chunk = self._chunk(budget, S)
         lam = lambda_alg(step, cfg.forge, cfg.steps) if self.has_aux else 0.0
         names = list(model.params)
         ps = [model.params[k] for k in names]
@@ -209,6 +211,10 @@ class _Trial:
             grads = self.filt(grads)
         self.opt.step(model.params, grads, lr_at(step, cfg.optim, cfg.steps))
         return total_sum
+
+    def _chunk(self, budget: int, S: int) -> int:
+        """Pairs per chunk so that one logits tensor [S, chunk, n_out] holds <= budget elements."""
+        return max(1, budget // max(1, S * self.task.n_out))
 
     def _check_finite(self, loss: torch.Tensor, step: int) -> None:
         bad = ~torch.isfinite(loss)
@@ -253,7 +259,7 @@ class _Trial:
             row = {"seed": seed, "step": step, **{k: v[i] for k, v in table.items()}, **scalars}
             self.rows.append(row)
             self.last[pos] = row
-            if not all(map(_finite, (row["train_loss"], row["val_loss"]))):
+            if not (math.isfinite(row["train_loss"]) and math.isfinite(row["val_loss"])):
                 diverged.append(pos)
                 continue
             track = self.detector.update(seed, step, row["train_acc"], row["val_acc"])
@@ -269,7 +275,7 @@ class _Trial:
     def _eval_all(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Loss, correctness and prediction on every task pair: [S, N] each (shared inputs)."""
         S, N, n_out = len(self.active), len(self.task), self.task.n_out
-        chunk = max(1, LOGIT_BUDGET // max(1, S * n_out))
+        chunk = self._chunk(LOGIT_BUDGET, S)
         losses, corrects, preds = [], [], []
         for i in range(0, N, chunk):
             a, b, y = self.a[i:i + chunk], self.b[i:i + chunk], self.y[i:i + chunk]
@@ -286,7 +292,7 @@ class _Trial:
         """Mean loss and accuracy over per-seed task indices idx [S, m]."""
         S, m = idx.shape
         n_out = self.task.n_out
-        chunk = max(1, LOGIT_BUDGET // max(1, S * n_out))
+        chunk = self._chunk(LOGIT_BUDGET, S)
         loss_sum = torch.zeros(S, device=self.device, dtype=torch.float64)
         acc_sum = torch.zeros_like(loss_sum)
         for i in range(0, m, chunk):
@@ -365,15 +371,16 @@ class _Trial:
     def _result(self) -> TrialResult:
         from grokray.metrics.mechanism import summarize
 
-        cols = ["seed", "step", "train_loss", "train_acc", "val_loss", "val_acc"]
-        curves = pd.DataFrame(self.rows) if self.rows else pd.DataFrame(columns=cols)
         seeds = [self.outcome[p] for p in range(len(self.seeds))]
-        if self.rows:
+        if not self.rows:
+            curves = pd.DataFrame(columns=list(CURVE_COLUMNS))
+        else:
+            curves = pd.DataFrame(self.rows)
+            by_seed = {s.seed: s for s in seeds}
             grok = {s.seed: s.grok_step for s in seeds}
             for seed, summary in summarize(curves, grok).items():
-                for s in seeds:
-                    if s.seed == seed:
-                        s.metrics.update(summary)
+                if seed in by_seed:
+                    by_seed[seed].metrics.update(summary)
         finished = datetime.now(timezone.utc)
         return TrialResult(
             config=self.cfg, n_params=self.n_params, device=str(self.device),
@@ -411,7 +418,3 @@ def _weight_decay(cfg: TrialConfig, group: str) -> float:
     f, wd = cfg.forge, cfg.optim.weight_decay
     value = {"embed": f.wd_embed, "dad": f.wd_dad, "other": f.wd_other}.get(group)
     return wd if value is None else value
-
-
-def _finite(x: float) -> bool:
-    return x == x and x not in (float("inf"), float("-inf"))

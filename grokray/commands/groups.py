@@ -6,8 +6,6 @@ import argparse
 import json
 import math
 
-import numpy as np
-
 # without --all: --json holds the characters up to MAX_JSON classes; the printed table shows at
 # most MAX_COLS classes (columns) and MAX_ROWS irreps, the size and degree lists MAX_ROWS values
 MAX_JSON = 100
@@ -72,6 +70,8 @@ def describe(G, full: bool = False) -> dict:
 
 def class_orders(G) -> list[int]:
     """Element order of each class representative."""
+    import numpy as np
+
     T = G.table.numpy()
     reps = np.asarray(G.class_reps)
     order = np.zeros(len(reps), dtype=np.int64)
@@ -133,6 +133,7 @@ def _class_names(orders: list[int]) -> list[str]:
 
 
 def _print_group(G, info: dict, full: bool = False) -> None:
+    import numpy as np
     from rich.console import Console
     from rich.table import Table
 

@@ -31,29 +31,37 @@ ACT_DERIVATIVES = {
 }
 
 
-def pearson(A: torch.Tensor, B: torch.Tensor, drop_diag: bool = False) -> float:
+def pearson(
+    A: torch.Tensor, B: torch.Tensor, drop_diag: bool = False, center: bool = True
+) -> float:
     """Pearson correlation of the entries of two same-shaped tensors (0 when one is constant).
 
     drop_diag: square matrices, off-diagonal entries only (the diagonal dominates NFM and AGOP).
+    center: False gives the uncentered cosine <A, B> / (|A| |B|).
     """
     if drop_diag:
         off = ~torch.eye(A.shape[0], dtype=torch.bool, device=A.device)
         A, B = A[off], B[off]
     a = A.detach().double().flatten()
     b = B.detach().double().flatten()
-    a = a - a.mean()
-    b = b - b.mean()
+    if center:
+        a = a - a.mean()
+        b = b - b.mean()
     den = float(a.norm() * b.norm())
     return float(a @ b) / den if den > 0 else 0.0
 
 
 def agop_alignment(M_t: torch.Tensor, M_star: torch.Tensor, center: bool = True) -> float:
     """rho(M_t, M*) = <M_t, M*> / (|M_t| |M*|); centered (mean entry removed) by default."""
-    if center:
-        return pearson(M_t, M_star)
-    a, b = M_t.detach().double().flatten(), M_star.detach().double().flatten()
-    den = float(a.norm() * b.norm())
-    return float(a @ b) / den if den > 0 else 0.0
+    return pearson(M_t, M_star, center=center)
+
+
+def _derivative_gram(Z: torch.Tensor, act: str) -> torch.Tensor:
+    """S^T S [h, h] of the activation derivatives S = act'(Z) at the pre-activations Z [n, h]."""
+    if act not in ACT_DERIVATIVES:
+        raise ValueError(f"unknown activation {act!r}; valid: {', '.join(ACT_DERIVATIVES)}")
+    S = ACT_DERIVATIVES[act](Z)  # [n, h]
+    return S.T @ S
 
 
 def mlp_agop(
@@ -64,14 +72,11 @@ def mlp_agop(
     act: str = "relu",
 ) -> torch.Tensor:
     """AGOP [d, d] of f(x) = W2 act(W1 x + b1) at the rows of X [n, d]; W1 [h, d], W2 [c, h]."""
-    if act not in ACT_DERIVATIVES:
-        raise ValueError(f"unknown activation {act!r}; valid: {', '.join(ACT_DERIVATIVES)}")
     X, W1, W2 = X.detach().double(), W1.detach().double(), W2.detach().double()
     Z = X @ W1.T  # [n, h]
     if b1 is not None:
         Z = Z + b1.detach().double()
-    S = ACT_DERIVATIVES[act](Z)  # [n, h]
-    Q = (W2.T @ W2) * (S.T @ S) / X.shape[0]  # [h, h]
+    Q = (W2.T @ W2) * _derivative_gram(Z, act) / Z.shape[0]  # [h, h]
     G = W1.T @ Q @ W1
     return 0.5 * (G + G.T)
 
@@ -116,14 +121,11 @@ def embed_mlp_nfa(
     is [Ta; Tb] [Ta; Tb]^T and the AGOP is [Ta; Tb] Q [Ta; Tb]^T with Q as in `mlp_agop`.
     Returns (Pearson(NFM, AGOP^power), AGOP [2n, 2n]).
     """
-    if act not in ACT_DERIVATIVES:
-        raise ValueError(f"unknown activation {act!r}; valid: {', '.join(ACT_DERIVATIVES)}")
     Ta, Tb, W2 = Ta.detach().double(), Tb.detach().double(), W2.detach().double()
     Z = Ta[a] + Tb[b]  # [N, h]
     if b1 is not None:
         Z = Z + b1.detach().double()
-    S = ACT_DERIVATIVES[act](Z)  # [N, h]
-    Q = (W2 @ W2.T) * (S.T @ S) / Z.shape[0]  # [h, h]
+    Q = (W2 @ W2.T) * _derivative_gram(Z, act) / Z.shape[0]  # [h, h]
     T = torch.cat([Ta, Tb], 0)  # [2n, h] = W1^T
     G = T @ Q @ T.T
     G = 0.5 * (G + G.T)

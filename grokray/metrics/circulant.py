@@ -28,13 +28,17 @@ def circulant_deviation(C: torch.Tensor) -> float:
     if C.ndim != 2 or C.shape[1] != q:
         raise ValueError(f"circulant_deviation needs a square matrix, got {tuple(C.shape)}")
     C = C.double()
-    i = torch.arange(q)
-    cols = (i[None, :] + i[:, None]) % q  # [j, i] -> column (i + j) mod q
-    S = C[i[None, :], cols]  # [q diagonals, q entries]
     norm2 = float((C * C).sum())
     if norm2 == 0.0:
         return float("nan")  # undefined for a zero block (e.g. the off-diagonal of M_0 = I)
-    return float(S.var(dim=1, unbiased=False).sum()) / norm2
+    return float(_wrapped_diagonals(C).var(dim=1, unbiased=False).sum()) / norm2
+
+
+def _wrapped_diagonals(C: torch.Tensor) -> torch.Tensor:
+    """[q diagonals, q entries]: row j holds C[i, (i + j) mod q] for i = 0..q-1."""
+    q = C.shape[0]
+    i = torch.arange(q)
+    return C[i[None, :], (i[None, :] + i[:, None]) % q]
 
 
 def is_prime(p: int) -> bool:
@@ -111,6 +115,4 @@ def feature_circulant_deviation(M: torch.Tensor, op: str) -> float:
 
 def circulant_profile(C: torch.Tensor) -> torch.Tensor:
     """Mean of each wrapped diagonal [q]: the generating vector of the nearest circulant."""
-    q = C.shape[0]
-    i = torch.arange(q)
-    return C.double()[i[None, :], (i[None, :] + i[:, None]) % q].mean(dim=1)
+    return _wrapped_diagonals(C.double()).mean(dim=1)

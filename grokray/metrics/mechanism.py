@@ -126,6 +126,10 @@ def _spectrum(x: MetricInputs) -> dict[str, Tensor]:
     }
 
 
+_WEDDERBURN_COLUMNS = ("wedderburn_match", "wedderburn_total", "wedderburn_frac",
+                       "wedderburn_match_nz", "wedderburn_total_nz", "wedderburn_frac_nz")
+
+
 def _wedderburn(x: MetricInputs) -> dict[str, Tensor]:
     if x.pred_table is None or x.group is None:  # no full table, or not a group composition
         return _nan_columns(x, _WEDDERBURN_COLUMNS)
@@ -139,10 +143,6 @@ def _wedderburn(x: MetricInputs) -> dict[str, Tensor]:
         "wedderburn_total_nz": torch.full_like(m, float(r.total_nonzero)),
         "wedderburn_frac_nz": m_nz / r.total_nonzero,
     }
-
-
-_WEDDERBURN_COLUMNS = ("wedderburn_match", "wedderburn_total", "wedderburn_frac",
-                       "wedderburn_match_nz", "wedderburn_total_nz", "wedderburn_frac_nz")
 
 
 _NFA_COLUMNS = ("nfa_corr", "nfa_corr_agop", "nfa_corr_offdiag")
