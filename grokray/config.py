@@ -364,10 +364,14 @@ def load_yaml(path: str) -> TrialConfig:
 
 # ----------------------------------------------------------------------------------- validation
 
+ACTIVATIONS = ("relu", "gelu", "tanh", "silu", "quadratic", "identity")
+"""Activation names (the keys of grokray.models.mlp.ACTS; config.py stays free of torch)"""
+
 _CHOICES: dict[str, tuple[str, ...]] = {
     "arch": ("mlp", "forge", "transformer", "rfm"),
     "dtype": ("float32", "float64"),
-    "model.act": ("relu", "gelu", "tanh", "silu", "quadratic", "identity"),
+    "model.act": ACTIVATIONS,
+    "transformer.act": ACTIVATIONS,
     "optim.name": ("adamw", "sgd"),
     "optim.lr_schedule": ("constant", "cosine", "linear"),
     "forge.decode": ("tied", "tied_dist", "separate"),

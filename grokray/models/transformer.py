@@ -53,20 +53,11 @@ from grokray.models import gather_rows, normal, select_params, stack_init
 from grokray.models.mlp import ACTS
 
 T = 3  # sequence length: a, b, =
-NORMS = ("none", "layernorm", "rmsnorm", "spherical", "spherical_bounded")
-ATTENTIONS = ("standard", "uniform")
 
 
 def _shape(cfg: TrialConfig) -> tuple[int, int, int, int, int]:
     """(L, d, H, e, m): layers, d_model, heads, d_head, d_mlp; checks the combination."""
-    t = cfg.transformer
-    if t.norm not in NORMS:
-        raise ConfigError(f"bad value {t.norm!r} for transformer.norm; valid: {', '.join(NORMS)}")
-    if t.attention not in ATTENTIONS:
-        raise ConfigError(f"bad value {t.attention!r} for transformer.attention; "
-                          f"valid: {', '.join(ATTENTIONS)}")
-    if t.act not in ACTS:
-        raise ConfigError(f"bad value {t.act!r} for transformer.act; valid: {', '.join(ACTS)}")
+    t = cfg.transformer  # norm, attention and act are checked by TrialConfig
     if t.d_head is None and t.d_model % t.n_heads:
         raise ConfigError(f"transformer.d_model ({t.d_model}) must be divisible by n_heads "
                           f"({t.n_heads}) when d_head is null; set transformer.d_head")

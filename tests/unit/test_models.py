@@ -175,3 +175,11 @@ def test_forge_sampled_losses_on_tables_equal_definitions():
     for k, v in want.items():
         assert float(v.detach().abs().min()) > 0
         torch.testing.assert_close(got[k], v, rtol=1e-10, atol=0)
+
+
+def test_config_activation_names_are_the_models_activations():
+    # config.py lists them without importing torch; this keeps the two lists equal
+    from grokray.config import ACTIVATIONS
+    from grokray.models.mlp import ACTS
+
+    assert tuple(ACTS) == ACTIVATIONS
