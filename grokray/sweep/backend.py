@@ -111,10 +111,11 @@ def trial_summary(rows: Sequence[dict[str, Any]], steps: int) -> dict[str, float
         xs = [x for x in xs if x is not None and not _isnan(x)]
         return sum(xs) / len(xs) if xs else float("nan")
 
-    grok = [r.get("grok_step") if r.get("status") == "grokked" else steps for r in ok]
+    grokked = [r.get("status") == "grokked" and r.get("grok_step") is not None for r in ok]
     return {
         "grok_rate": sum(r.get("status") == "grokked" for r in ok) / len(ok),
-        "grok_step": mean([float(g) if g is not None else float(steps) for g in grok]),
+        "grok_step": mean([float(r["grok_step"]) if g else float(steps)
+                           for r, g in zip(ok, grokked, strict=True)]),
         "final_val_acc": mean([r.get("final_val_acc") for r in ok]),
         "final_val_loss": mean([r.get("final_val_loss") for r in ok]),
     }

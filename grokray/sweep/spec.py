@@ -584,7 +584,7 @@ def _check_axis_values(base: TrialConfig, axes: list[tuple[str, ...]],
                        values: list[list[tuple[Any, ...]]], p: _Problems) -> None:
     """Each axis value on its own: type coercion, choices, groups and archs."""
     for keys, vals in zip(axes, values, strict=False):
-        for _j, tup in enumerate(vals):
+        for tup in vals:
             ov = dict(zip(keys, tup, strict=False))
             ykey = ("axes", keys[0]) if len(keys) == 1 else ("zip",)
             try:
