@@ -179,9 +179,8 @@ class _Trial:
             idx = self.tr.gather(1, idx)  # [S, B] task indices
             a, b, y = self.a[idx], self.b[idx], self.y[idx]
         S, B = y.shape
-        # gradient accumulation over chunks of the batch when its logits would exceed the budget
-        # (A7: 131072 x 2520 logits per seed): same gradient, bounded memory (and, on CPU,
-        # cache-sized working sets)
+        # the batch goes through in chunks whose logits stay under the budget (A7: 131072 x 2520
+        # logits per seed): same gradient, bounded memory (and, on CPU, cache-sized working sets)
         budget = TRAIN_LOGIT_BUDGET
         if self.device.type == "cpu":
             budget = min(budget, CPU_CHUNK_BUDGET)
@@ -189,13 +188,19 @@ class _Trial:
         lam = lambda_alg(step, cfg.forge, cfg.steps) if self.has_aux else 0.0
         names = list(model.params)
         ps = [model.params[k] for k in names]
+        fused = getattr(model, "data_loss", None)
         acc: list[torch.Tensor | None] = [None] * len(ps)
         total_sum = torch.zeros(S, device=self.device, dtype=self.dtype)
-        for i in range(0, B, chunk):
+        # fused models loop over the chunks inside data_loss (one backward); the others
+        # accumulate one autograd pass per chunk
+        for i in range(0, B, B if fused is not None else chunk):
             j = slice(i, i + chunk)
-            total = seed_cross_entropy(model.logits(a[:, j], b[:, j]), y[:, j])  # [S]
-            if chunk < B:
-                total = total * (y[:, j].shape[1] / B)
+            if fused is not None:
+                total = fused(a, b, y, chunk)  # [S]
+            else:
+                total = seed_cross_entropy(model.logits(a[:, j], b[:, j]), y[:, j])  # [S]
+                if chunk < B:
+                    total = total * (y[:, j].shape[1] / B)
             if lam > 0.0 and i == 0:
                 aux = model.aux_losses()
                 alg = sum(model.aux_weights[k] * v for k, v in aux.items())

@@ -34,6 +34,7 @@ from grokray.models import (
     stack_init,
     uniform,
 )
+from grokray.models.fused import Workspace, forge_loss
 
 
 def _t(x: torch.Tensor) -> torch.Tensor:
@@ -83,6 +84,7 @@ class Forge:
         self.wd_groups = {k: groups.get(k, "other") for k in self.params}
         self.device = torch.device(device)
         self.gens = [seed_generator(sd, 1, self.device) for sd in seeds]  # sampling streams
+        self.ws = Workspace()
 
     @staticmethod
     def count_params(cfg: TrialConfig, n_in: int, n_out: int) -> int:
@@ -106,26 +108,43 @@ class Forge:
         h = torch.relu(torch.baddbmm(p["g1"][:, None, :], x, p["G1"]))
         return torch.baddbmm(p["g2"][:, None, :], h, p["G2"])
 
-    def _decode(self, z: torch.Tensor) -> torch.Tensor:
+    def _decoder(self) -> tuple[torch.Tensor, torch.Tensor, float]:
+        """(Dec [S, n_out, d], bias [S, n_out], scale): logits = scale * z . Dec^T + bias.
+
+        tied: Dec = E, no bias; tied_dist: -|z - E_c|^2 up to the class-independent -|z|^2,
+        i.e. Dec = E, bias = -|E_c|^2, scale 2 (exact: a power of two); separate: D and c.
+        """
         p = self.params
         if self.decode == "tied":
-            return torch.bmm(z, _t(p["E"]))  # [S, B, n]
-        if self.decode == "tied_dist":  # -|z - E_c|^2 up to the class-independent -|z|^2
-            # one GEMM with the bias folded in; 2z is exact (a power of two), and alpha = beta =
-            # 1 keeps the backward free of extra passes over the [S, B, n] gradient
-            negsq = -p["E"].square().sum(-1)[:, None, :]  # [S, 1, n]
-            return torch.baddbmm(negsq, 2.0 * z, _t(p["E"]))
-        return torch.baddbmm(p["c"][:, None, :], z, _t(p["D"]))
+            E = p["E"]
+            return E, E.new_zeros(E.shape[:2]), 1.0
+        if self.decode == "tied_dist":
+            return p["E"], -p["E"].square().sum(-1), 2.0
+        return p["D"], p["c"], 1.0
+
+    def _decode(self, z: torch.Tensor) -> torch.Tensor:
+        Dec, bias, scale = self._decoder()
+        return torch.baddbmm(bias[:, None, :], z, _t(Dec), alpha=scale)  # [S, B, n_out]
+
+    def _tables(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """U x and V x for every element: E U^T, E V^T, [S, n, R] each."""
+        p = self.params
+        return torch.bmm(p["E"], _t(p["U"])), torch.bmm(p["E"], _t(p["V"]))
 
     def _product(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        p = self.params
-        Ua = torch.bmm(p["E"], _t(p["U"]))  # [S, n, R]: U x for every element
-        Vb = torch.bmm(p["E"], _t(p["V"]))  # [S, n, R]
-        return torch.bmm(gather_rows(Ua, a) * gather_rows(Vb, b), _t(p["W"]))  # [S, B, d]
+        Ua, Vb = self._tables()
+        return self._mu_uv(gather_rows(Ua, a), gather_rows(Vb, b))  # [S, B, d]
 
     def logits(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """[S, B, n_out] for index batches a, b of shape [S, B] or [B]."""
         return self._decode(self._product(a, b))
+
+    def data_loss(self, a: torch.Tensor, b: torch.Tensor, y: torch.Tensor,
+                  chunk: int) -> torch.Tensor:
+        """Mean cross-entropy per seed [S] over pairs (a, b) -> y, fused (models/fused.py)."""
+        Ut, Vt = self._tables()
+        Dec, bias, scale = self._decoder()
+        return forge_loss(Ut, Vt, self.params["W"], Dec, bias, scale, a, b, y, chunk, self.ws)
 
     # ------------------------------------------------------------------ algebra losses
 
@@ -140,9 +159,9 @@ class Forge:
         E, e = p["E"], p["e"][:, None, :]  # [S, n, d], [S, 1, d]
         S, n, d = E.shape
         U, V = _t(p["U"]), _t(p["V"])  # [S, d, R]
-        Ut, Vt = torch.bmm(E, U), torch.bmm(E, V)  # [S, n, R]: U x, V x for every element
+        Ut, Vt = self._tables()  # [S, n, R]: U x, V x for every element
         if n <= self.full_max:
-            assoc = self._assoc_full(E)
+            assoc = self._assoc_full(Ut, Vt)
         else:
             idx = self._sample((self.n_samples, 3), n)  # [S, m, 3]
             i, j, k = idx[..., 0], idx[..., 1], idx[..., 2]
@@ -169,7 +188,7 @@ class Forge:
         """mu from the projections: W((U x) * (V y)). [S, M, R] (or [S, 1, R]) -> [S, M, d]."""
         return torch.bmm(Ux * Vy, _t(self.params["W"]))
 
-    def _assoc_full(self, E: torch.Tensor) -> torch.Tensor:
+    def _assoc_full(self, Ux: torch.Tensor, Vy: torch.Tensor) -> torch.Tensor:
         """Mean of |mu(mu(x_i,x_j),x_k) - mu(x_i,mu(x_j,x_k))|^2 over all n^3 triples, exactly.
 
         Both sides end in W, so each term is |W(l - r)|^2 = (l - r)^T Q (l - r), Q = W^T W, with
@@ -177,9 +196,7 @@ class Forge:
         sums over triples factor into R x R Gram matrices: O(n^2 R^2) work instead of n^3 R d.
         """
         p = self.params
-        S, n, d = E.shape
-        R = self.R
-        Ux, Vy = torch.bmm(E, _t(p["U"])), torch.bmm(E, _t(p["V"]))  # [S, n, R]
+        S, n, R = Ux.shape  # Ux, Vy: the tables E U^T, E V^T [S, n, R]
         M = torch.bmm((Ux[:, :, None, :] * Vy[:, None, :, :]).reshape(S, n * n, R), _t(p["W"]))
         UM = torch.bmm(M, _t(p["U"]))  # [S, n*n, R]: U m_ij, row i*n + j
         VM = torch.bmm(M, _t(p["V"]))  # [S, n*n, R]: V m_jk, row j*n + k

@@ -18,6 +18,7 @@ import torch
 
 from grokray.config import TrialConfig
 from grokray.models import fan_in_bound, gather_rows, normal, select_params, stack_init, uniform
+from grokray.models.fused import Workspace, mlp_loss
 
 ACTS = {
     "relu": torch.relu,
@@ -72,22 +73,35 @@ class MLP:
         self.params = stack_init(seeds, draws, device, dtype)
         self.wd_groups = {k: "all" for k in self.params}
         self.aux_weights: dict[str, float] = {}
+        self.ws = Workspace()
 
     @staticmethod
     def count_params(cfg: TrialConfig, n_in: int, n_out: int) -> int:
         """Parameters per seed."""
         return mlp_params(n_in, n_out, cfg.model.d, hidden_width(cfg, n_in, n_out))
 
-    def _hidden(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    def _tables(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first layer on every element: T_a = E_a W1_a, T_b = E_b W1_b + b1, [S, n_in, h]."""
         p = self.params
-        Ta = torch.bmm(p["Ea"], p["W1a"])  # [S, n_in, h]
-        Tb = torch.baddbmm(p["b1"][:, None, :], p["Eb"], p["W1b"])  # [S, n_in, h]
+        Ta = torch.bmm(p["Ea"], p["W1a"])
+        Tb = torch.baddbmm(p["b1"][:, None, :], p["Eb"], p["W1b"])
+        return Ta, Tb
+
+    def _hidden(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        Ta, Tb = self._tables()
         return gather_rows(Ta, a) + gather_rows(Tb, b)  # [S, B, h]
 
     def logits(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """[S, B, n_out] for index batches a, b of shape [S, B] or [B]."""
         z = self.act(self._hidden(a, b))
         return torch.baddbmm(self.params["b2"][:, None, :], z, self.params["W2"])
+
+    def data_loss(self, a: torch.Tensor, b: torch.Tensor, y: torch.Tensor,
+                  chunk: int) -> torch.Tensor:
+        """Mean cross-entropy per seed [S] over pairs (a, b) -> y, fused (models/fused.py)."""
+        Ta, Tb = self._tables()
+        p = self.params
+        return mlp_loss(Ta, Tb, p["W2"], p["b2"], a, b, y, self.act, chunk, self.ws)
 
     def aux_losses(self) -> dict[str, torch.Tensor]:
         return {}
