@@ -34,7 +34,7 @@ from grokray.models import (
     stack_init,
     uniform,
 )
-from grokray.models.fused import Workspace, forge_loss
+from grokray.models.fused import Workspace, assoc_sampled, forge_loss
 
 
 def _t(x: torch.Tensor) -> torch.Tensor:
@@ -165,12 +165,7 @@ class Forge:
         else:
             idx = self._sample((self.n_samples, 3), n)  # [S, m, 3]
             i, j, k = idx[..., 0], idx[..., 1], idx[..., 2]
-            Ui, Vk = gather_rows(Ut, i), gather_rows(Vt, k)  # [S, m, R]
-            m_ij = self._mu_uv(Ui, gather_rows(Vt, j))  # mu(x, y) [S, m, d]
-            m_jk = self._mu_uv(gather_rows(Ut, j), Vk)  # mu(y, z)
-            left = self._mu_uv(torch.bmm(m_ij, U), Vk)  # mu(mu(x, y), z)
-            right = self._mu_uv(Ui, torch.bmm(m_jk, V))  # mu(x, mu(y, z))
-            assoc = _sqnorm(left - right)
+            assoc = assoc_sampled(Ut, Vt, p["U"], p["V"], p["W"], i, j, k, self.ws)
         # identity and inverse: every element, or a sample when there are more than alg_samples
         if n <= self.n_samples:
             x, Ux, Vx = E, Ut, Vt
@@ -208,11 +203,16 @@ class Forge:
         lr = torch.einsum("srt,sjrt->s", Q, A * B)  # sum_ijk l'Qr
         return (ll + rr - 2.0 * lr) / n**3
 
-    def _assoc_naive(self, E: torch.Tensor) -> torch.Tensor:
-        """The same loss computed triple by triple (for tests): [S]."""
+    def _assoc_naive(self, E: torch.Tensor, i: torch.Tensor | None = None,
+                     j: torch.Tensor | None = None, k: torch.Tensor | None = None) -> torch.Tensor:
+        """The same loss computed triple by triple (for tests): [S]. Over all n^3 triples, or
+        over the given per-seed triples i, j, k [S, m]."""
         S, n, d = E.shape
-        i, j, k = torch.cartesian_prod(*(torch.arange(n, device=E.device),) * 3).T
-        x, y, z = E[:, i], E[:, j], E[:, k]
+        if i is None:
+            i, j, k = torch.cartesian_prod(*(torch.arange(n, device=E.device),) * 3).T
+            x, y, z = E[:, i], E[:, j], E[:, k]
+        else:
+            x, y, z = gather_rows(E, i), gather_rows(E, j), gather_rows(E, k)
         return _sqnorm(self.mu(self.mu(x, y), z) - self.mu(x, self.mu(y, z)))
 
     def _sample(self, shape: tuple[int, ...], n: int) -> torch.Tensor:

@@ -180,6 +180,67 @@ class _ForgeLoss(torch.autograd.Function):
         return gUt, gVt, gW, gDec, gbias, None, None, None, None, None, None
 
 
+class _AssocSampled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, Ut, Vt, U, V, W, i, j, k, ws):  # noqa: D102
+        S, n, R = Ut.shape
+        m = i.shape[1]
+        Ut2, Vt2 = Ut.reshape(S * n, R), Vt.reshape(S * n, R)
+        ii, jj, kk = (_seed_index(t, S, m, n).reshape(-1) for t in (i, j, k))
+        g = {key: ws.get(key, (S, m, R), Ut) for key in
+             ("Ui", "Vj", "Uj", "Vk", "p1", "p2", "A", "Bm", "D", "dUi", "dp1", "dp2", "dVk")}
+        f = {key: ws.get(key, (S, m, W.shape[1]), Ut) for key in ("M1", "M2", "r", "dM1", "dM2")}
+        Ui, Vj, Uj, Vk = g["Ui"], g["Vj"], g["Uj"], g["Vk"]
+        for out, table, idx in ((Ui, Ut2, ii), (Vj, Vt2, jj), (Uj, Ut2, jj), (Vk, Vt2, kk)):
+            torch.index_select(table, 0, idx, out=out.view(S * m, R))
+        p1, p2 = torch.mul(Ui, Vj, out=g["p1"]), torch.mul(Uj, Vk, out=g["p2"])
+        Wt = W.transpose(1, 2)
+        M1, M2 = torch.bmm(p1, Wt, out=f["M1"]), torch.bmm(p2, Wt, out=f["M2"])  # mu(x,y), mu(y,z)
+        A = torch.bmm(M1, U.transpose(1, 2), out=g["A"])  # U mu(x, y)
+        Bm = torch.bmm(M2, V.transpose(1, 2), out=g["Bm"])  # V mu(y, z)
+        D = torch.mul(A, Vk, out=g["D"]).addcmul_(Ui, Bm, value=-1.0)
+        r = torch.bmm(D, Wt, out=f["r"])  # mu(mu(x,y),z) - mu(x,mu(y,z)) [S, m, d]
+        rf = r.view(S, -1)
+        loss = torch.linalg.vecdot(rf, rf) / m
+        if not any(ctx.needs_input_grad[:5]):
+            return loss
+        dr = r.mul_(2.0 / m)
+        gW = torch.bmm(dr.transpose(1, 2), D)
+        dD = torch.bmm(dr, W, out=D)
+        dVk = torch.mul(dD, A, out=g["dVk"])
+        dA = torch.mul(dD, Vk, out=A)
+        dUi = torch.mul(dD, Bm, out=g["dUi"]).neg_()
+        dBm = torch.mul(dD, Ui, out=Bm).neg_()
+        dM1, dM2 = torch.bmm(dA, U, out=f["dM1"]), torch.bmm(dBm, V, out=f["dM2"])
+        gU, gV = torch.bmm(dA.transpose(1, 2), M1), torch.bmm(dBm.transpose(1, 2), M2)
+        gW.baddbmm_(dM1.transpose(1, 2), p1).baddbmm_(dM2.transpose(1, 2), p2)
+        dp1, dp2 = torch.bmm(dM1, W, out=g["dp1"]), torch.bmm(dM2, W, out=g["dp2"])
+        dUi.addcmul_(dp1, Vj)
+        dVk.addcmul_(dp2, Uj)
+        dVj, dUj = dp1.mul_(Ui), dp2.mul_(Vk)
+        gUt, gVt = torch.zeros_like(Ut2), torch.zeros_like(Vt2)
+        for acc, idx, grad in ((gUt, ii, dUi), (gUt, jj, dUj), (gVt, jj, dVj), (gVt, kk, dVk)):
+            acc.index_add_(0, idx, grad.view(S * m, R))
+        ctx.save_for_backward(gUt.view(S, n, R), gVt.view(S, n, R), gU, gV, gW)
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):  # noqa: D102
+        return (*_scale(ctx.saved_tensors, g), None, None, None, None)
+
+
+def assoc_sampled(Ut: torch.Tensor, Vt: torch.Tensor, U: torch.Tensor, V: torch.Tensor,
+                  W: torch.Tensor, i: torch.Tensor, j: torch.Tensor, k: torch.Tensor,
+                  ws: Workspace) -> torch.Tensor:
+    """Mean over sampled triples of |mu(mu(x_i,x_j),x_k) - mu(x_i,mu(x_j,x_k))|^2, [S].
+
+    mu(x, y) = W((U x) * (V y)); Ut = E U^T, Vt = E V^T [S, n, R]; U, V [S, R, d]; W [S, d, R];
+    i, j, k [S, m]. The gradient is computed in the forward (15 GEMMs of m x R x d, buffers
+    reused), as for the data losses.
+    """
+    return _AssocSampled.apply(Ut, Vt, U, V, W, i, j, k, ws)
+
+
 def mlp_loss(Ta: torch.Tensor, Tb: torch.Tensor, W2: torch.Tensor, b2: torch.Tensor,
              a: torch.Tensor, b: torch.Tensor, y: torch.Tensor,
              act: Callable[[torch.Tensor], torch.Tensor], chunk: int,
