@@ -202,8 +202,11 @@ class _Trial:
                 if chunk < B:
                     total = total * (y[:, j].shape[1] / B)
             if lam > 0.0 and i == 0:
-                aux = model.aux_losses()
-                alg = sum(model.aux_weights[k] * v for k, v in aux.items())
+                if hasattr(model, "aux_loss"):  # the weighted sum, fused
+                    alg = model.aux_loss()
+                else:
+                    aux = model.aux_losses()
+                    alg = sum(model.aux_weights[k] * v for k, v in aux.items())
                 total = total + lam * alg
             gs = torch.autograd.grad(total.sum(), ps, allow_unused=True)
             acc = [g if s is None else s if g is None else s.add_(g)

@@ -34,7 +34,7 @@ from grokray.models import (
     stack_init,
     uniform,
 )
-from grokray.models.fused import Workspace, assoc_sampled, forge_loss
+from grokray.models.fused import Workspace, assoc_sampled, forge_loss, ident_inv
 
 
 def _t(x: torch.Tensor) -> torch.Tensor:
@@ -149,16 +149,25 @@ class Forge:
     # ------------------------------------------------------------------ algebra losses
 
     def aux_losses(self) -> dict[str, torch.Tensor]:
-        """L_assoc, L_ident, L_inv per seed, each [S].
+        """L_assoc, L_ident, L_inv per seed, each [S] (unweighted)."""
+        return self._aux()[1]
+
+    def aux_loss(self) -> torch.Tensor:
+        """The weighted algebra loss w_assoc L_assoc + w_ident L_ident + w_inv L_inv, [S]: what
+        the trainer multiplies by lambda_alg (one fused pass, models/fused.py)."""
+        return self._aux()[0]
+
+    def _aux(self) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """(weighted total, {assoc, ident, inv}) per seed.
 
         Computed on the per-element tables U E^T, V E^T (one [n, R] GEMM each): U x and V y of
         an element are table rows, so only the products of non-elements (mu(x, y), g(x), e)
         need a GEMM. The same sums as evaluating mu on gathered vectors, about half the work.
         """
         p = self.params
-        E, e = p["E"], p["e"][:, None, :]  # [S, n, d], [S, 1, d]
-        S, n, d = E.shape
-        U, V = _t(p["U"]), _t(p["V"])  # [S, d, R]
+        E = p["E"]  # [S, n, d]
+        n = E.shape[1]
+        w = self.aux_weights
         Ut, Vt = self._tables()  # [S, n, R]: U x, V x for every element
         if n <= self.full_max:
             assoc = self._assoc_full(Ut, Vt)
@@ -172,12 +181,9 @@ class Forge:
         else:
             s = self._sample((self.n_samples,), n)
             x, Ux, Vx = gather_rows(E, s), gather_rows(Ut, s), gather_rows(Vt, s)
-        Ue, Ve = torch.bmm(e, U), torch.bmm(e, V)  # [S, 1, R]
-        ident = _sqnorm(self._mu_uv(Ue, Vx) - x) + _sqnorm(self._mu_uv(Ux, Ve) - x)
-        gx = self.g_phi(x)
-        inv = _sqnorm(self._mu_uv(Ux, torch.bmm(gx, V)) - e) + \
-            _sqnorm(self._mu_uv(torch.bmm(gx, U), Vx) - e)
-        return {"assoc": assoc, "ident": ident, "inv": inv}
+        total, ident, inv = ident_inv(Ux, Vx, x, p["e"], self.g_phi(x), p["U"], p["V"], p["W"],
+                                      w["ident"], w["inv"])
+        return w["assoc"] * assoc + total, {"assoc": assoc, "ident": ident, "inv": inv}
 
     def _mu_uv(self, Ux: torch.Tensor, Vy: torch.Tensor) -> torch.Tensor:
         """mu from the projections: W((U x) * (V y)). [S, M, R] (or [S, 1, R]) -> [S, M, d]."""

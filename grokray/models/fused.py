@@ -77,6 +77,18 @@ def _seed_index(a: torch.Tensor, S: int, B: int, n: int) -> torch.Tensor:
     return a + (torch.arange(S, device=a.device) * n)[:, None]
 
 
+def _add_rows(acc: torch.Tensor, idx: torch.Tensor, src: torch.Tensor) -> None:
+    """acc[idx[r]] += src[r] for every row r (repeated indices add up). acc [N, k].
+
+    On CPU `index_add_` (sequential, deterministic); on CUDA its atomics make the sum order vary
+    run to run, so there the embedding backward (sort-based, deterministic) does it.
+    """
+    if acc.device.type == "cpu":
+        acc.index_add_(0, idx, src)
+    else:
+        acc += torch.ops.aten.embedding_dense_backward(src, idx, acc.shape[0], -1, False)
+
+
 def _scale(grads: tuple[torch.Tensor, ...], g: torch.Tensor) -> list[torch.Tensor]:
     """Each gradient [S, ...] times the incoming per-seed gradient g [S] (already over B)."""
     return [t * g.view(-1, *([1] * (t.dim() - 1))) for t in grads]
@@ -121,8 +133,8 @@ class _MLPLoss(torch.autograd.Function):
             else:
                 dZ = torch.autograd.grad(Z, pre, dZ)[0]
             dZ = dZ.reshape(S * c, h)
-            gTa.index_add_(0, ja, dZ)
-            gTb.index_add_(0, jb, dZ)
+            _add_rows(gTa, ja, dZ)
+            _add_rows(gTb, jb, dZ)
         ctx.save_for_backward(gTa.view(S, n, h), gTb.view(S, n, h), gW2, gb2)
         ctx.B = B
         return nll / B
@@ -168,8 +180,8 @@ class _ForgeLoss(torch.autograd.Function):
                 dz.mul_(scale)
             gW.baddbmm_(dz.transpose(1, 2), m)
             torch.bmm(dz, W, out=m)  # m is now dL/d(u * v)
-            gUt.index_add_(0, ja, v.mul_(m).view(S * c, R))  # dL/du = dm * v
-            gVt.index_add_(0, jb, u.mul_(m).view(S * c, R))  # dL/dv = dm * u
+            _add_rows(gUt, ja, v.mul_(m).view(S * c, R))  # dL/du = dm * v
+            _add_rows(gVt, jb, u.mul_(m).view(S * c, R))  # dL/dv = dm * u
         ctx.save_for_backward(gUt.view(S, n, R), gVt.view(S, n, R), gW, gDec, gbias)
         ctx.B = B
         return nll / B
@@ -220,7 +232,7 @@ class _AssocSampled(torch.autograd.Function):
         dVj, dUj = dp1.mul_(Ui), dp2.mul_(Vk)
         gUt, gVt = torch.zeros_like(Ut2), torch.zeros_like(Vt2)
         for acc, idx, grad in ((gUt, ii, dUi), (gUt, jj, dUj), (gVt, jj, dVj), (gVt, kk, dVk)):
-            acc.index_add_(0, idx, grad.view(S * m, R))
+            _add_rows(acc, idx, grad.view(S * m, R))
         ctx.save_for_backward(gUt.view(S, n, R), gVt.view(S, n, R), gU, gV, gW)
         return loss
 
@@ -239,6 +251,65 @@ def assoc_sampled(Ut: torch.Tensor, Vt: torch.Tensor, U: torch.Tensor, V: torch.
     reused), as for the data losses.
     """
     return _AssocSampled.apply(Ut, Vt, U, V, W, i, j, k, ws)
+
+
+class _IdentInv(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, Ux, Vx, x, e, gx, U, V, W, w_ident, w_inv):  # noqa: D102
+        S, n, R = Ux.shape
+        d = x.shape[2]
+        Ut_, Vt_ = U.transpose(1, 2), V.transpose(1, 2)  # [S, d, R]
+        Ue, Ve = torch.bmm(e[:, None, :], Ut_), torch.bmm(e[:, None, :], Vt_)  # [S, 1, R]
+        Ug, Vg = torch.bmm(gx, Ut_), torch.bmm(gx, Vt_)  # [S, n, R]
+        Q = torch.empty(S, 4, n, R, dtype=Ux.dtype, device=Ux.device)
+        torch.mul(Ue, Vx, out=Q[:, 0])  # mu(e, x)    before W
+        torch.mul(Ux, Ve, out=Q[:, 1])  # mu(x, e)
+        torch.mul(Ux, Vg, out=Q[:, 2])  # mu(x, g(x))
+        torch.mul(Ug, Vx, out=Q[:, 3])  # mu(g(x), x)
+        r = torch.bmm(Q.view(S, 4 * n, R), W.transpose(1, 2)).view(S, 4, n, d)
+        r[:, :2] -= x[:, None]
+        r[:, 2:] -= e[:, None, None, :]
+        sq = torch.linalg.vecdot(r, r).sum(-1)  # [S, 4]
+        ident, inv = (sq[:, 0] + sq[:, 1]) / n, (sq[:, 2] + sq[:, 3]) / n
+        total = w_ident * ident + w_inv * inv
+        ctx.mark_non_differentiable(ident, inv)
+        if not any(ctx.needs_input_grad[:8]):
+            return total, ident, inv
+        coef = torch.tensor([w_ident, w_ident, w_inv, w_inv], dtype=r.dtype, device=r.device)
+        dr = r.mul_(coef.view(1, 4, 1, 1) * (2.0 / n))
+        gW = torch.bmm(dr.view(S, 4 * n, d).transpose(1, 2), Q.view(S, 4 * n, R))
+        dQ = torch.bmm(dr.view(S, 4 * n, d), W).view(S, 4, n, R)
+        gx_ = -(dr[:, 0] + dr[:, 1])  # d/dx of the "- x" targets [S, n, d]
+        ge = -(dr[:, 2] + dr[:, 3]).sum(1)  # [S, d]
+        dUe = (dQ[:, 0] * Vx).sum(1, keepdim=True)  # [S, 1, R]
+        dVe = (dQ[:, 1] * Ux).sum(1, keepdim=True)
+        gVx = dQ[:, 0] * Ue + dQ[:, 3] * Ug
+        gUx = dQ[:, 1] * Ve + dQ[:, 2] * Vg
+        dVg, dUg = dQ[:, 2] * Ux, dQ[:, 3] * Vx
+        ge += (torch.bmm(dUe, U) + torch.bmm(dVe, V))[:, 0]
+        ggx = torch.bmm(dUg, U) + torch.bmm(dVg, V)
+        gU = torch.bmm(dUe.transpose(1, 2), e[:, None, :]) + torch.bmm(dUg.transpose(1, 2), gx)
+        gV = torch.bmm(dVe.transpose(1, 2), e[:, None, :]) + torch.bmm(dVg.transpose(1, 2), gx)
+        ctx.save_for_backward(gUx, gVx, gx_, ge, ggx, gU, gV, gW)
+        return total, ident, inv
+
+    @staticmethod
+    def backward(ctx, g, _gi, _gv):  # noqa: D102
+        return (*_scale(ctx.saved_tensors, g), None, None)
+
+
+def ident_inv(Ux: torch.Tensor, Vx: torch.Tensor, x: torch.Tensor, e: torch.Tensor,
+              gx: torch.Tensor, U: torch.Tensor, V: torch.Tensor, W: torch.Tensor,
+              w_ident: float, w_inv: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """FORGE's identity and inverse losses, fused: (w_ident L_ident + w_inv L_inv, L_ident,
+    L_inv), each [S]; only the first is differentiable.
+
+    L_ident = mean |mu(e,x) - x|^2 + mean |mu(x,e) - x|^2, L_inv = mean |mu(x,g(x)) - e|^2 +
+    mean |mu(g(x),x) - e|^2 over the rows of x [S, n, d]; Ux = x U^T, Vx = x V^T [S, n, R];
+    e [S, d]; gx = g_phi(x) [S, n, d] (its own gradient flows back through autograd); U, V
+    [S, R, d]; W [S, d, R]. The four products share one GEMM through W.
+    """
+    return _IdentInv.apply(Ux, Vx, x, e, gx, U, V, W, float(w_ident), float(w_inv))
 
 
 def mlp_loss(Ta: torch.Tensor, Tb: torch.Tensor, W2: torch.Tensor, b2: torch.Tensor,

@@ -121,3 +121,39 @@ def test_assoc_sampled_equals_naive_float64():
     with torch.no_grad():  # no gradient work without grad mode: same value
         assert torch.allclose(assoc_sampled(*m._tables(), p["U"], p["V"], p["W"], i, j, k,
                                             Workspace()), ref)
+
+
+@pytest.mark.parametrize("n,extra", [(13, {}), (13, {"forge.alg_full_max": 4,
+                                                     "forge.alg_samples": 6})])
+def test_forge_aux_loss_equals_plain_autograd(n, extra):
+    """The weighted algebra loss (fused identity/inverse, full or sampled associativity) and its
+    gradient equal the losses written plainly with mu and g_phi (papers.md definitions)."""
+    torch.manual_seed(4)
+    m = _model("forge", {"forge.w_assoc": 0.7, "forge.w_ident": 1.3, "forge.w_inv": 0.4,
+                         **extra}, torch.float64, n=n)
+    gens = [g.get_state() for g in m.gens]
+    got = m.aux_loss()
+    for g, st in zip(m.gens, gens, strict=True):  # replay the same samples
+        g.set_state(st)
+    p = m.params
+    E, e = p["E"], p["e"][:, None, :]
+    S = E.shape[0]
+    sq = lambda v: v.square().sum(-1).mean(-1)  # noqa: E731
+    if n <= m.full_max:
+        assoc = m._assoc_naive(E)
+    else:
+        idx = m._sample((m.n_samples, 3), n)
+        assoc = m._assoc_naive(E, idx[..., 0], idx[..., 1], idx[..., 2])
+    if n <= m.n_samples:
+        x = E
+    else:
+        x = torch.stack([E[s_, i_] for s_, i_ in enumerate(m._sample((m.n_samples,), n))])
+    ee = e.expand_as(x)
+    ident = sq(m.mu(ee, x) - x) + sq(m.mu(x, ee) - x)
+    gx = m.g_phi(x)
+    inv = sq(m.mu(x, gx) - ee) + sq(m.mu(gx, x) - ee)
+    ref = 0.7 * assoc + 1.3 * ident + 0.4 * inv
+    assert S == 3 and torch.allclose(got, ref, rtol=1e-12, atol=1e-14)
+    w = torch.tensor([1.0, -0.5, 2.0], dtype=torch.float64)
+    for g_ref, g_got in zip(_grads(m, ref, w), _grads(m, got, w), strict=True):
+        assert torch.allclose(g_got, g_ref, rtol=1e-10, atol=1e-13)
