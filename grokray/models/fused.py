@@ -77,13 +77,16 @@ def _seed_index(a: torch.Tensor, S: int, B: int, n: int) -> torch.Tensor:
     return a + (torch.arange(S, device=a.device) * n)[:, None]
 
 
-def _add_rows(acc: torch.Tensor, idx: torch.Tensor, src: torch.Tensor) -> None:
+def _add_rows(acc: torch.Tensor, idx: torch.Tensor, src: torch.Tensor,
+              by_sort: bool | None = None) -> None:
     """acc[idx[r]] += src[r] for every row r (repeated indices add up). acc [N, k].
 
     On CPU `index_add_` (sequential, deterministic); on CUDA its atomics make the sum order vary
-    run to run, so there the embedding backward (sort-based, deterministic) does it.
+    run to run, so there (by_sort) the embedding backward (sort-based, deterministic) does it.
     """
-    if acc.device.type == "cpu":
+    if by_sort is None:
+        by_sort = acc.device.type != "cpu"
+    if not by_sort:
         acc.index_add_(0, idx, src)
     else:
         acc += torch.ops.aten.embedding_dense_backward(src, idx, acc.shape[0], -1, False)

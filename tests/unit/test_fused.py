@@ -157,3 +157,19 @@ def test_forge_aux_loss_equals_plain_autograd(n, extra):
     w = torch.tensor([1.0, -0.5, 2.0], dtype=torch.float64)
     for g_ref, g_got in zip(_grads(m, ref, w), _grads(m, got, w), strict=True):
         assert torch.allclose(g_got, g_ref, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("by_sort", [False, True])
+def test_add_rows_both_paths(by_sort):
+    """The row scatter used by the fused backward passes (index_add_ on CPU, the sort-based
+    embedding backward on CUDA) adds repeated rows."""
+    from grokray.models.fused import _add_rows
+
+    acc = torch.ones(5, 3)
+    idx = torch.tensor([0, 2, 2, 4, 0])
+    src = torch.arange(15.0).view(5, 3)
+    _add_rows(acc, idx, src, by_sort=by_sort)
+    expect = torch.ones(5, 3)
+    for r, i in enumerate(idx.tolist()):
+        expect[i] += src[r]
+    assert torch.equal(acc, expect)
