@@ -21,12 +21,12 @@ from datetime import datetime, timezone
 
 import pandas as pd
 import torch
-import torch.nn.functional as F
 
 from grokray.config import TrialConfig
 from grokray.errors import ConfigError, GrokrayError
 from grokray.metrics.grokking import GrokDetector
 from grokray.models import get_model, seed_generator
+from grokray.models.fused import nll_rows_
 from grokray.models.ops import seed_cross_entropy
 from grokray.optim import lambda_alg, lr_at, make_filter, make_optimizer
 from grokray.result import CURVE_COLUMNS, SeedResult, TrialResult
@@ -280,37 +280,38 @@ class _Trial:
         self._drop(diverged + finished)
         self.n_evals += 1
 
+    def _eval_chunk(self, S: int) -> int:
+        """Pairs per eval chunk (forward only: on CPU the cache-sized chunks of training)."""
+        budget = LOGIT_BUDGET if self.device.type != "cpu" else min(LOGIT_BUDGET,
+                                                                     CPU_CHUNK_BUDGET)
+        return self._chunk(budget, S)
+
     def _eval_all(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Loss, correctness and prediction on every task pair: [S, N] each (shared inputs)."""
-        S, N, n_out = len(self.active), len(self.task), self.task.n_out
-        chunk = self._chunk(LOGIT_BUDGET, S)
+        S, N = len(self.active), len(self.task)
+        chunk = self._eval_chunk(S)
         losses, corrects, preds = [], [], []
         for i in range(0, N, chunk):
             a, b, y = self.a[i:i + chunk], self.b[i:i + chunk], self.y[i:i + chunk]
             logits = self.model.logits(a, b)  # [S, C, n_out]
-            C = logits.shape[1]
-            losses.append(F.cross_entropy(logits.reshape(S * C, n_out), y.repeat(S),
-                                          reduction="none").view(S, C))
             p = logits.argmax(-1)
             preds.append(p)
             corrects.append((p == y).to(logits.dtype))
+            losses.append(nll_rows_(logits, y))
         return torch.cat(losses, 1), torch.cat(corrects, 1), torch.cat(preds, 1)
 
     def _eval_idx(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean loss and accuracy over per-seed task indices idx [S, m]."""
         S, m = idx.shape
-        n_out = self.task.n_out
-        chunk = self._chunk(LOGIT_BUDGET, S)
+        chunk = self._eval_chunk(S)
         loss_sum = torch.zeros(S, device=self.device, dtype=torch.float64)
         acc_sum = torch.zeros_like(loss_sum)
         for i in range(0, m, chunk):
             j = idx[:, i:i + chunk]
             logits = self.model.logits(self.a[j], self.b[j])
-            C = logits.shape[1]
             y = self.y[j]
-            loss_sum += F.cross_entropy(logits.reshape(S * C, n_out), y.reshape(-1),
-                                        reduction="none").view(S, C).sum(1).double()
             acc_sum += (logits.argmax(-1) == y).sum(1).double()
+            loss_sum += nll_rows_(logits, y).sum(1).double()
         return loss_sum / m, acc_sum / m
 
     def _mechanism(self, pred: torch.Tensor | None, final: bool) -> dict[str, torch.Tensor]:

@@ -15,6 +15,9 @@ with
     model.activations(a, b) -> dict[str, Tensor [S, B, ...]]   # hook: named activations
     model.select(keep)                   # keep the seeds at positions `keep` (LongTensor)
     cls.count_params(cfg, n_in, n_out) -> int   # per seed, without building
+optional fused fast paths (models/fused.py; the trainer uses them when present):
+    model.data_loss(a, b, y, chunk) -> [S]   # = seed_cross_entropy(logits(a, b), y), with grad
+    model.aux_loss() -> [S]                  # = sum(w * L) over aux_losses(), with grad
 """
 
 from __future__ import annotations

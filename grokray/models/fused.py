@@ -71,6 +71,20 @@ def softmax_grad2_(L: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return nll
 
 
+def nll_rows_(L: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per-row cross-entropy (nats) of logits L [S, c, n] against y [S, c] or [c], [S, c].
+
+    L is overwritten. The same numbers as F.cross_entropy(reduction="none") to float rounding,
+    through exp2 (see softmax_grad2_) and without a second [S, c, n] tensor.
+    """
+    floor = math.log2(torch.finfo(L.dtype).tiny)
+    L.mul_(LOG2E)
+    m = L.amax(-1, keepdim=True)  # [S, c, 1]
+    ly = L.gather(-1, y.expand(L.shape[:2]).unsqueeze(-1))
+    L.sub_(m).clamp_min_(floor).exp2_()
+    return L.sum(-1, keepdim=True).log2_().add_(m).sub_(ly).squeeze(-1).mul_(LN2)
+
+
 def _seed_index(a: torch.Tensor, S: int, B: int, n: int) -> torch.Tensor:
     """Indices into a table flattened to [S * n, k]: row a[s, i] of seed s. a [S, B] or [B]."""
     a = a.expand(S, B)

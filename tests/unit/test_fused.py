@@ -173,3 +173,19 @@ def test_add_rows_both_paths(by_sort):
     for r, i in enumerate(idx.tolist()):
         expect[i] += src[r]
     assert torch.equal(acc, expect)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-12), (torch.float32, 2e-5)])
+def test_nll_rows_equals_cross_entropy(dtype, tol):
+    from grokray.models.fused import nll_rows_
+
+    torch.manual_seed(5)
+    L = torch.randn(3, 40, 11, dtype=dtype) * 20
+    L[0, 0] = torch.tensor([0.0] + [-300.0] * 10, dtype=dtype)  # p(y) underflows in float32
+    y = torch.randint(11, (3, 40))
+    y[0, 0] = 3
+    ref = F.cross_entropy(L.double().reshape(-1, 11), y.reshape(-1), reduction="none")
+    got = nll_rows_(L.clone(), y)
+    assert torch.allclose(got.double().reshape(-1), ref, rtol=tol, atol=tol)
+    shared = nll_rows_(L[:, :5].clone(), y[0, :5])  # [c] targets shared by the seeds
+    assert shared.shape == (3, 5)
