@@ -10,6 +10,10 @@ train and val sets every `eval_every` steps. It computes the same math as grokra
 (same split, shapes, init scale, optimizer settings, FORGE losses and lambda schedule, transformer
 layout) with stock PyTorch modules. grokray runs `run_trial(cfg)` with the S seeds together.
 
+The last column is the ratio of GEMM work (multiply-adds per seed-step, reference / grokray;
+`work_ratio`): the speedup grokray would show if both ran their matmuls equally fast and nothing
+else cost anything. It bounds what removing work can give at a given shape.
+
 Figure: seed-steps/s = S * steps / wall seconds (setup included for both: model init, split,
 optimizer; the group's Cayley table is built once before timing). Reference and grokray runs
 alternate (ref, grokray, grokray, ref, ...) so machine noise hits both alike; the median over
@@ -183,6 +187,34 @@ def reference_run(cfg: TrialConfig, task: Task, device: str = "cpu") -> float:
     return time.perf_counter() - t0
 
 
+def work_ratio(cfg: TrialConfig, task: Task) -> float | None:
+    """GEMM multiply-adds per seed-step, reference / grokray, over the run's lambda schedule.
+
+    Counts forward + both backward products of every matmul whose size grows with the batch or
+    the sampled triples (per-element tables and parameter-sized products are left out: they are
+    under 1% here). If grokray computed every GEMM at the reference's speed and nothing else
+    mattered, the measured ratio would be this; above it means grokray also runs its GEMMs or
+    its elementwise work faster. None where not counted (transformer; full associativity).
+    """
+    n, N = task.n_out, round(len(task) * cfg.train_frac)
+    d = cfg.model.d
+    if cfg.arch == "mlp":
+        h = hidden_width(cfg, task.n_in, n)
+        return (3 * (2 * d * h + h * n)) / (3 * h * n)
+    if cfg.arch != "forge" or task.n_in <= cfg.forge.alg_full_max:
+        return None
+    R, f = cfg.model.rank, cfg.forge
+    m, k = f.alg_samples, min(task.n_in, f.alg_samples)  # sampled triples, elements
+    ref_data, our_data = N * (6 * d * R + 3 * R * d + 3 * d * n), N * (3 * R * d + 3 * d * n)
+    # assoc: the reference evaluates mu (3 GEMMs, x3 with backward) 4 times per triple; grokray
+    # 15 GEMMs of R x d per triple (table rows for U x, V y). ident + inv: 4 mu per element
+    # (reference) vs one GEMM over the 4 products + U g(x), V g(x) (grokray); g_phi the same.
+    ref_aux = m * 36 * d * R + k * (4 * 9 * d * R + 6 * d * f.inv_hidden)
+    our_aux = m * 15 * d * R + k * (3 * 4 * d * R + 6 * d * R + 6 * d * f.inv_hidden)
+    frac = sum(lambda_alg(t, f, cfg.steps) > 0 for t in range(cfg.steps)) / cfg.steps
+    return (ref_data + frac * ref_aux) / (our_data + frac * our_aux)
+
+
 def grokray_run(cfg: TrialConfig) -> float:
     t0 = time.perf_counter()
     result = run_trial(cfg)
@@ -223,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"torch {torch.__version__}, {args.threads} thread(s), repeats {repeats}, "
           f"overrides {overrides or '-'}", flush=True)
     print(f"{'arch':12s} {'group':6s} {'S':>3s} {'steps':>5s} {'ref s-st/s':>11s} "
-          f"{'grokray s-st/s':>15s} {'ratio':>6s}", flush=True)
+          f"{'grokray s-st/s':>15s} {'ratio':>6s} {'work ratio':>10s}", flush=True)
     for arch in archs:
         for group in args.groups.split(","):
             task = make_task(group)
@@ -239,9 +271,11 @@ def main(argv: list[str] | None = None) -> int:
                         wall = fn(cfg, task) if fn is reference_run else fn(cfg)
                         (ref if fn is reference_run else ours).append(S * steps / wall)
                 rr, oo = statistics.median(ref), statistics.median(ours)
-                rows.append((arch, group, S, steps, rr, oo, oo / rr))
+                wr = work_ratio(cfg, task)
+                rows.append((arch, group, S, steps, rr, oo, oo / rr, wr))
+                wtxt = "-" if wr is None else f"{wr:.2f}x"
                 print(f"{arch:12s} {group:6s} {S:3d} {steps:5d} {rr:11.1f} {oo:15.1f} "
-                      f"{oo / rr:5.2f}x", flush=True)
+                      f"{oo / rr:5.2f}x {wtxt:>10s}", flush=True)
     return 0
 
 
