@@ -193,20 +193,44 @@ class Forge:
         """Mean of |mu(mu(x_i,x_j),x_k) - mu(x_i,mu(x_j,x_k))|^2 over all n^3 triples, exactly.
 
         Both sides end in W, so each term is |W(l - r)|^2 = (l - r)^T Q (l - r), Q = W^T W, with
-        l_ijk = (U m_ij) * (V x_k) and r_ijk = (U x_i) * (V m_jk), m_ij = mu(x_i, x_j). The three
-        sums over triples factor into R x R Gram matrices: O(n^2 R^2) work instead of n^3 R d.
+        l_ijk = (U m_ij) * (V x_k) and r_ijk = (U x_i) * (V m_jk), m_ij = mu(x_i, x_j). The sums
+        over triples factor into small Gram matrices (G_M = sum_ij m_ij m_ij^T, G_X = E^T E):
+            sum l'Ql = <Q, (U G_M U^T) * (V G_X V^T)>,  sum r'Qr = <Q, (U G_X U^T) * (V G_M V^T)>,
+            sum l'Qr = sum_j <Q, A_j * B_j>,  A_j = sum_i (U m_ij)(U x_i)^T,
+                                              B_j = sum_k (V x_k)(V m_jk)^T,
+        with A_j, B_j formed either from the [n^2, R] products U m, V m (O(n^2 R^2) work) or, when
+        cheaper (n > d), as U C_j U^T with C_j = sum_i m_ij x_i^T in R^{d x d} (O(n^2 d^2 +
+        n R^2 d)). Either way O(n^2 R d) at most instead of n^3 R d.
         """
         p = self.params
         S, n, R = Ux.shape  # Ux, Vy: the tables E U^T, E V^T [S, n, R]
-        M = torch.bmm((Ux[:, :, None, :] * Vy[:, None, :, :]).reshape(S, n * n, R), _t(p["W"]))
-        UM = torch.bmm(M, _t(p["U"]))  # [S, n*n, R]: U m_ij, row i*n + j
-        VM = torch.bmm(M, _t(p["V"]))  # [S, n*n, R]: V m_jk, row j*n + k
-        Q = torch.bmm(_t(p["W"]), p["W"])  # [S, R, R]
-        ll = (Q * torch.bmm(_t(UM), UM) * torch.bmm(_t(Vy), Vy)).sum((1, 2))  # sum_ijk l'Ql
-        rr = (Q * torch.bmm(_t(Ux), Ux) * torch.bmm(_t(VM), VM)).sum((1, 2))  # sum_ijk r'Qr
-        A = torch.einsum("sijr,sit->sjrt", UM.view(S, n, n, R), Ux)  # sum_i (U m_ij)(U x_i)^T
-        B = torch.einsum("skr,sjkt->sjrt", Vy, VM.view(S, n, n, R))  # sum_k (V x_k)(V m_jk)^T
-        lr = torch.einsum("srt,sjrt->s", Q, A * B)  # sum_ijk l'Qr
+        E, U, V, W = p["E"], p["U"], p["V"], p["W"]
+        d = E.shape[2]
+        # m_ij = W((U x_i) * (V x_j)) for all pairs as one GEMM, Ux @ [Vy_j (.) W^T]_j: no
+        # [n, n, R] product tensor. M [S, n, n * d]: row i, block j is m_ij.
+        WV = (_t(Vy)[:, :, :, None] * _t(W)[:, :, None, :]).reshape(S, R, n * d)
+        M = torch.bmm(Ux, WV)
+        Mv = M.view(S, n, n, d)  # [s, i, j]: m_ij
+        Q = torch.bmm(_t(W), W)  # [S, R, R]
+        GM = torch.bmm(_t(M.view(S, n * n, d)), M.view(S, n * n, d))  # [S, d, d]
+        GX = torch.bmm(_t(E), E)
+        ll = (Q * _sandwich(U, GM) * _sandwich(V, GX)).sum((1, 2))  # sum_ijk l'Ql
+        rr = (Q * _sandwich(U, GX) * _sandwich(V, GM)).sum((1, 2))  # sum_ijk r'Qr
+        if n > d:
+            # sum_j <Q * A_j, B_j> with A_j = U C_j U^T, B_j = V D_j V^T equals
+            # sum_j <V^T (Q * A_j) V, D_j>: B_j is never formed
+            Ct = torch.einsum("sie,sijf->sjef", E, Mv).reshape(S, n * d, d)  # rows: C_j^T
+            Yt = _sandwich_t(U, Ct) * _t(Q)[:, :, None, :]  # [a, j, b] = (Q * A_j)[b, a]
+            P = torch.bmm(Yt.view(S, R * n, R), V)  # [b, j, e] = ((Q * A_j)^T V)[b, e]
+            Zt = torch.bmm(_t(V), P.view(S, R, n * d)).view(S, d, n, d)  # [f, j, e] = Z_j[e, f]
+            D = torch.einsum("sjkf,ske->sjfe", Mv, E)  # [j, f, e] = D_j[e, f]
+            lr = (Zt.permute(0, 2, 1, 3) * D).sum((1, 2, 3))
+        else:
+            UM = torch.bmm(M.view(S, n * n, d), _t(U)).view(S, n, n, R)  # U m_ij
+            VM = torch.bmm(M.view(S, n * n, d), _t(V)).view(S, n, n, R)  # V m_jk
+            A = torch.einsum("sijr,sit->sjrt", UM, Ux)
+            B = torch.einsum("skr,sjkt->sjrt", Vy, VM)
+            lr = torch.einsum("srt,sjrt->s", Q, A * B)  # sum_ijk l'Qr
         return (ll + rr - 2.0 * lr) / n**3
 
     def _assoc_naive(self, E: torch.Tensor, i: torch.Tensor | None = None,
@@ -244,6 +268,21 @@ class Forge:
     def select(self, keep: torch.Tensor) -> None:
         self.params = select_params(self.params, keep)
         self.gens = [self.gens[i] for i in keep.tolist()]
+
+
+def _sandwich(A: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
+    """A G A^T over the leading (broadcast) dims: A [..., R, d], G [..., d, d] -> [..., R, R]."""
+    return torch.matmul(torch.matmul(A, G), A.transpose(-1, -2))
+
+
+def _sandwich_t(U: torch.Tensor, Ct: torch.Tensor) -> torch.Tensor:
+    """(U C_j U^T)^T for every j in two large GEMMs: U [S, R, d]; Ct [S, n d, d] holding C_j^T in
+    rows j d .. j d + d - 1. Returns [S, R, n, R] with out[s, a, j, b] = (U C_j U^T)[b, a]."""
+    S, R, d = U.shape
+    n = Ct.shape[1] // d
+    Tt = torch.bmm(Ct, U.transpose(1, 2))  # [S, n d, R]: block j is C_j^T U^T
+    Tt = Tt.view(S, n, d, R).transpose(1, 2).reshape(S, d, n * R)
+    return torch.bmm(U, Tt).view(S, R, n, R)  # block j: U C_j^T U^T = (U C_j U^T)^T
 
 
 def _sqnorm(v: torch.Tensor) -> torch.Tensor:

@@ -108,15 +108,17 @@ def test_forge_product_and_losses_match_definitions():
     assert aux["inv"] == pytest.approx(inv.item(), rel=1e-9)
 
 
-def test_forge_assoc_gram_trick_equals_naive_with_gradients():
-    cfg = _cfg(arch="forge")
-    m = Forge(cfg, 6, 6, [0, 1], dtype=torch.float64)
+@pytest.mark.parametrize("n,d", [(6, 32), (9, 4)])  # n <= d and n > d: the two ways to A_j, B_j
+def test_forge_assoc_gram_trick_equals_naive_with_gradients(n, d):
+    cfg = _cfg(arch="forge", **{"model.d": d, "model.rank": 8})
+    m = Forge(cfg, n, n, [0, 1], dtype=torch.float64)
     with torch.no_grad():  # a scale where associativity is far from trivial
         m.params["E"].mul_(3.0)
     fast, slow = m._assoc_full(*m._tables()), m._assoc_naive(m.params["E"])
     torch.testing.assert_close(fast, slow)
-    gf = torch.autograd.grad(fast.sum(), [m.params["U"], m.params["E"]])
-    gs = torch.autograd.grad(slow.sum(), [m.params["U"], m.params["E"]])
+    ps = [m.params[k] for k in ("E", "U", "V", "W")]
+    gf = torch.autograd.grad(fast.sum(), ps)
+    gs = torch.autograd.grad(slow.sum(), ps)
     for x, y in zip(gf, gs, strict=False):
         torch.testing.assert_close(x, y)
 
