@@ -85,6 +85,35 @@ def nll_rows_(L: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return L.sum(-1, keepdim=True).log2_().add_(m).sub_(ly).squeeze(-1).mul_(LN2)
 
 
+def _output_ce(X: torch.Tensor, W2: torch.Tensor, b2: torch.Tensor, Wt: torch.Tensor,
+               y: torch.Tensor, gW: torch.Tensor, gb: torch.Tensor, L: torch.Tensor,
+               dX: torch.Tensor) -> torch.Tensor:
+    """One chunk through a linear output layer and the cross-entropy, forward and backward.
+
+    Base-2 logits L = X W2 + b2 (W2 = log2(e) W [S, k, n], b2 = log2(e) b [S, 1, n]); L becomes
+    B * dlogits in place; accumulates gW += X^T L [S, k, n] and gb += colsum(L) [S, n]; writes
+    dX = L Wt (Wt = W^T, unscaled, [S, n, k]). Returns the per-seed nll sum over the chunk [S].
+    """
+    torch.bmm(X, W2, out=L).add_(b2)
+    nll = softmax_grad2_(L, y)
+    gW.baddbmm_(X.transpose(1, 2), L)
+    gb += L.sum(1)
+    torch.bmm(L, Wt, out=dX)
+    return nll
+
+
+def _pairs(T1: torch.Tensor, T2: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+           y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Setup of a pair loss over the tables T1 (rows for a) and T2 (rows for b), [S, n, k]:
+    (flat indices of a and of b into [S n, k], y as [S, B], T1 and T2 flattened to [S n, k], and
+    zero gradients for the flat tables)."""
+    S, n, k = T1.shape
+    B = y.shape[-1]
+    flat = T1.reshape(S * n, k), T2.reshape(S * n, k)
+    return (_seed_index(a, S, B, n), _seed_index(b, S, B, n), y.expand(S, B), *flat,
+            *(torch.zeros_like(t) for t in flat))
+
+
 def _seed_index(a: torch.Tensor, S: int, B: int, n: int) -> torch.Tensor:
     """Indices into a table flattened to [S * n, k]: row a[s, i] of seed s. a [S, B] or [B]."""
     a = a.expand(S, B)
@@ -116,10 +145,7 @@ class _MLPLoss(torch.autograd.Function):
     def forward(ctx, Ta, Tb, W2, b2, a, b, y, act, chunk, ws):  # noqa: D102
         S, n, h = Ta.shape
         B = y.shape[-1]
-        y = y.expand(S, B)
-        ia, ib = _seed_index(a, S, B, n), _seed_index(b, S, B, n)
-        Ta2, Tb2 = Ta.reshape(S * n, h), Tb.reshape(S * n, h)
-        gTa, gTb = torch.zeros_like(Ta2), torch.zeros_like(Tb2)
+        ia, ib, y, Ta2, Tb2, gTa, gTb = _pairs(Ta, Tb, a, b, y)
         gW2, gb2 = torch.zeros_like(W2), torch.zeros_like(b2)
         nll = torch.zeros(S, dtype=Ta.dtype, device=Ta.device)
         W2t = W2.transpose(1, 2)
@@ -138,13 +164,8 @@ class _MLPLoss(torch.autograd.Function):
                 pre = H.detach().requires_grad_()
                 with torch.enable_grad():
                     Z = act(pre)
-            L = ws.get("logits", (S, c, W2.shape[2]), Ta)
-            torch.bmm(Z, W2L, out=L).add_(b2L)
-            nll += softmax_grad2_(L, y[:, i:i + c])  # L is now B * dlogits
-            gW2.baddbmm_(Z.transpose(1, 2), L)
-            gb2 += L.sum(1)
-            dZ = ws.get("dz", (S, c, h), Ta)
-            torch.bmm(L, W2t, out=dZ)
+            L, dZ = ws.get("logits", (S, c, W2.shape[2]), Ta), ws.get("dz", (S, c, h), Ta)
+            nll += _output_ce(Z, W2L, b2L, W2t, y[:, i:i + c], gW2, gb2, L, dZ)
             if relu:
                 dZ.mul_(torch.sign(Z, out=tmp))  # relu' = 1 where the output is > 0
             else:
@@ -167,11 +188,9 @@ class _ForgeLoss(torch.autograd.Function):
         S, n, R = Ut.shape
         d, n_out = W.shape[1], Dec.shape[1]
         B = y.shape[-1]
-        y = y.expand(S, B)
-        ia, ib = _seed_index(a, S, B, n), _seed_index(b, S, B, n)
-        Ut2, Vt2 = Ut.reshape(S * n, R), Vt.reshape(S * n, R)
-        gUt, gVt = torch.zeros_like(Ut2), torch.zeros_like(Vt2)
-        gW, gDec, gbias = torch.zeros_like(W), torch.zeros_like(Dec), torch.zeros_like(bias)
+        ia, ib, y, Ut2, Vt2, gUt, gVt = _pairs(Ut, Vt, a, b, y)
+        gW, gbias = torch.zeros_like(W), torch.zeros_like(bias)
+        gDecT = Dec.new_zeros(S, d, n_out)  # the decoder gradient, transposed
         nll = torch.zeros(S, dtype=Ut.dtype, device=Ut.device)
         Wt, DecT = W.transpose(1, 2), (Dec * LOG2E).transpose(1, 2)  # base-2 logits
         bias2 = (bias * LOG2E)[:, None, :]
@@ -186,19 +205,15 @@ class _ForgeLoss(torch.autograd.Function):
             torch.bmm(m, Wt, out=z)  # mu(x, y) [S, c, d]
             if scale != 1.0:
                 z.mul_(scale)  # scale * mu: the scale on the small side
-            L = ws.get("logits", (S, c, n_out), Ut)
-            torch.bmm(z, DecT, out=L).add_(bias2)
-            nll += softmax_grad2_(L, y[:, i:i + c])  # L is now B * dlogits
-            gDec.baddbmm_(L.transpose(1, 2), z)
-            gbias += L.sum(1)
-            dz = ws.get("dz", (S, c, d), Ut)
-            torch.bmm(L, Dec, out=dz)
+            L, dz = ws.get("logits", (S, c, n_out), Ut), ws.get("dz", (S, c, d), Ut)
+            nll += _output_ce(z, DecT, bias2, Dec, y[:, i:i + c], gDecT, gbias, L, dz)
             if scale != 1.0:
                 dz.mul_(scale)
             gW.baddbmm_(dz.transpose(1, 2), m)
             torch.bmm(dz, W, out=m)  # m is now dL/d(u * v)
             _add_rows(gUt, ja, v.mul_(m).view(S * c, R))  # dL/du = dm * v
             _add_rows(gVt, jb, u.mul_(m).view(S * c, R))  # dL/dv = dm * u
+        gDec = gDecT.transpose(1, 2)
         ctx.save_for_backward(gUt.view(S, n, R), gVt.view(S, n, R), gW, gDec, gbias)
         ctx.B = B
         return nll / B
