@@ -33,8 +33,9 @@ from grokray.result import CURVE_COLUMNS, SeedResult, TrialResult
 
 LOGIT_BUDGET = 1 << 24  # elements of one eval logits chunk [S, chunk, n_out]
 TRAIN_LOGIT_BUDGET = 1 << 25  # elements of one training logits chunk (gradient accumulation)
-CPU_CHUNK_BUDGET = 1 << 20  # on CPU, smaller chunks that stay in cache: measured 10-20%
-# faster at Z97, S = 8 (benchmarks/README.md); on CUDA one big chunk is best
+CPU_CHUNK_BUDGET = 1 << 20  # on CPU, training and eval chunks of at most this many logits:
+# cache-sized working sets (the fused losses are flat from 256 to 2352 pairs at Z97, S = 8, and
+# 20% slower as one 4704-pair chunk; benchmarks/README.md); on CUDA one big chunk is best
 
 
 @dataclass
