@@ -32,8 +32,10 @@ Attention axis (`transformer.attention`):
 Last-position shortcut (exact): only the last position's output is read, and attention is causal,
 so in the last block only the query at position T-1 is needed (keys and values still cover all
 positions) and the MLP runs on that position only; earlier blocks run on all positions (later
-blocks read their keys and values). `logits` uses the shortcut; `activations` runs every
-position of every block, and its last position equals `logits` (tested).
+blocks read their keys and values). In a 1-layer model the stream before attention is a function
+of one token per position, so its norm, values, keys and the query come from per-token tables
+(`_first_attention_last`) and a pair only gathers rows. `logits` uses the shortcut;
+`activations` runs every position of every block, and its last position equals `logits` (tested).
 
 Seed batching: every parameter is [S, ...]; all products are batched einsum/bmm over the seed
 dimension, no Python loop over seeds. Weight decay group "all" for every parameter.
@@ -216,21 +218,64 @@ class Transformer:
             hooks[f"attn_z.{i}"] = z
         return torch.einsum("sbhqe,shed->sbqd", z, p[f"W_O.{i}"])  # [S, B, Tq, d]
 
+    def _first_attention_last(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """The residual at the last position after block 0's attention, [S, B, 1, d], from
+        per-token tables (the shortcut of a 1-layer model).
+
+        Before block 0's attention the stream at position 0 depends on a only, at position 1 on
+        b only, and at position 2 on nothing: its norm, values, keys (and the one query) are
+        computed once per token, and a pair only gathers table rows (a 3-way softmax of
+        gathered scores, a weighted sum of gathered values, then W_O). The same math as
+        `_attend` on the embedded pairs, tested equal to the all-position forward.
+        """
+        p = self.params
+        n, H, e = self.n_in, self.H, self.e
+        W_E, W_pos = p["W_E"], p["W_pos"]  # [S, V, d], [S, T, d]
+        X01 = self._sph(W_E[:, :n, None, :] + W_pos[:, None, :2, :])  # [S, n, 2, d]
+        X2 = self._sph(W_E[:, n:, :] + W_pos[:, 2:, :])  # [S, 1, d]: the "=" token, last pos
+        h01, h2 = self._norm(X01, "ln1.0"), self._norm(X2, "ln1.0")
+        V01 = torch.einsum("sntd,shde->snthe", h01, p["W_V.0"])  # [S, n, 2, H, e]
+        V2 = torch.einsum("sqd,shde->sqhe", h2, p["W_V.0"])  # [S, 1, H, e]
+        Va = gather_rows(V01[:, :, 0].reshape(-1, n, H * e), a)  # [S, B, H e]
+        Vb = gather_rows(V01[:, :, 1].reshape(-1, n, H * e), b)
+        S, B = Va.shape[:2]
+        Va, Vb = Va.view(S, B, H, e), Vb.view(S, B, H, e)
+        if self.attention == "uniform":
+            z = (Va + Vb + V2) / T
+        else:
+            q = torch.einsum("sqd,shde->sqhe", h2, p["W_Q.0"])  # [S, 1, H, e]
+            K01 = torch.einsum("sntd,shde->snthe", h01, p["W_K.0"])  # [S, n, 2, H, e]
+            K2 = torch.einsum("sqd,shde->sqhe", h2, p["W_K.0"])  # [S, 1, H, e]
+            s01 = (K01 * q[:, :, None]).sum(-1) / math.sqrt(e)  # [S, n, 2, H] score tables
+            s2 = (K2 * q).sum(-1) / math.sqrt(e)  # [S, 1, H]
+            scores = torch.stack([gather_rows(s01[:, :, 0].contiguous(), a),
+                                  gather_rows(s01[:, :, 1].contiguous(), b),
+                                  s2.expand(S, B, H)], -1)  # [S, B, H, T]
+            w = scores.softmax(-1)[..., None]  # [S, B, H, T, 1]
+            z = w[..., 0, :] * Va + w[..., 1, :] * Vb + w[..., 2, :] * V2  # [S, B, H, e]
+        attn = torch.einsum("sbhe,shed->sbd", z, p["W_O.0"])  # [S, B, d]
+        return self._sph(X2 + attn)[:, :, None, :]
+
     def _forward(self, a: torch.Tensor, b: torch.Tensor,
                  hooks: dict[str, torch.Tensor] | None) -> torch.Tensor:
         """Logits [S, B, n_out] at the last position; with `hooks`, every position is computed
         and the named activations are stored there, else the exact last-position shortcut."""
         p = self.params
-        x = self._embed(a, b)  # [S, B, T, d]
-        if hooks is not None:
-            hooks["embed"] = x
-        x = self._sph(x)
+        tables = hooks is None and self.L == 1  # block 0's attention from per-token tables
+        if not tables:
+            x = self._embed(a, b)  # [S, B, T, d]
+            if hooks is not None:
+                hooks["embed"] = x
+            x = self._sph(x)
         for i in range(self.L):
             last_only = hooks is None and i == self.L - 1
-            if hooks is not None:
-                hooks[f"resid_pre.{i}"] = x
-            attn = self._attend(i, self._norm(x, f"ln1.{i}"), last_only, hooks)  # [S,B,Tq,d]
-            x = self._sph((x[:, :, -1:] if last_only else x) + attn)  # [S, B, Tq, d]
+            if tables:
+                x = self._first_attention_last(a, b)  # [S, B, 1, d]
+            else:
+                if hooks is not None:
+                    hooks[f"resid_pre.{i}"] = x
+                attn = self._attend(i, self._norm(x, f"ln1.{i}"), last_only, hooks)
+                x = self._sph((x[:, :, -1:] if last_only else x) + attn)  # [S, B, Tq, d]
             pre = _linear(self._norm(x, f"ln2.{i}"), p[f"W_in.{i}"], p[f"b_in.{i}"])  # [.., m]
             post = self.act(pre)
             x = self._sph(x + _linear(post, p[f"W_out.{i}"], p[f"b_out.{i}"]))  # [S, B, Tq, d]

@@ -60,12 +60,23 @@ def test_param_count_by_hand():
 
 
 @pytest.mark.parametrize("norm", NORMS)
-def test_shortcut_equals_full_forward(norm):
-    """logits (last-position shortcut) equal the last position of the all-position forward."""
-    model = Transformer(make_cfg(norm=norm, n_layers=2), N, N, seeds=[0, 1])
+@pytest.mark.parametrize("attention", ["standard", "uniform"])
+@pytest.mark.parametrize("layers", [1, 2])  # 1: the per-token-table shortcut of block 0
+def test_shortcut_equals_full_forward(norm, attention, layers):
+    """logits (last-position shortcut) equal the last position of the all-position forward,
+    in value and gradient (float64), for shared and per-seed index batches."""
+    model = Transformer(make_cfg(norm=norm, attention=attention, n_layers=layers,
+                                 learn_scale=True), N, N, seeds=[0, 1], dtype=torch.float64)
     a, b = all_pairs()
-    full = model.activations(a, b)["logits"]
-    torch.testing.assert_close(model.logits(a, b), full, rtol=1e-5, atol=1e-5)
+    for ia, ib in ((a, b), (a.flip(0).expand(2, -1), b.expand(2, -1))):
+        fast, full = model.logits(ia, ib), model.activations(ia, ib)["logits"]
+        torch.testing.assert_close(fast, full, rtol=1e-10, atol=1e-12)
+        ps = list(model.params.values())
+        w = torch.randn_like(full)
+        g_fast = torch.autograd.grad((fast * w).sum(), ps, allow_unused=True)
+        g_full = torch.autograd.grad((full * w).sum(), ps, allow_unused=True)
+        for x, y in zip(g_fast, g_full, strict=True):
+            torch.testing.assert_close(x, y, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "spherical_bounded"])
