@@ -1,24 +1,27 @@
-"""Fused training losses for the MLP and FORGE (the trainer's hot path on CPU and GPU).
+"""Fused losses for the MLP and FORGE (the trainer's hot path on CPU and GPU).
 
-    mlp_loss(Ta, Tb, W2, b2, a, b, y, act, chunk, ws)          -> [S]
-    forge_loss(Ut, Vt, W, Dec, bias, scale, a, b, y, chunk, ws) -> [S]
+    mlp_loss(Ta, Tb, W2, b2, a, b, y, act, chunk, ws)            -> [S]  mean cross-entropy
+    forge_loss(Ut, Vt, W, Dec, bias, scale, a, b, y, chunk, ws)   -> [S]  mean cross-entropy
+    assoc_sampled(Ut, Vt, U, V, W, i, j, k, ws)                    -> [S]  FORGE's L_assoc
+    ident_inv(Ux, Vx, x, e, gx, U, V, W, w_ident, w_inv)           -> FORGE's L_ident, L_inv
+    nll_rows_(L, y)                                                -> per-row cross-entropy
 
-Each returns the per-seed mean cross-entropy over a batch of pairs, differentiable with respect
-to its tensor inputs: the per-element tables (MLP: Ta = E_a W1_a + b1, Tb = E_b W1_b; FORGE:
-Ut = E U^T, Vt = E V^T), the output weights, and the decoder. The math is that of the models'
-`logits` followed by `seed_cross_entropy`; what differs is the bookkeeping:
+Each loss is differentiable with respect to its tensor inputs: the per-element tables (MLP:
+Ta = E_a W1_a, Tb = E_b W1_b + b1; FORGE: Ut = E U^T, Vt = E V^T), the output weights, the
+decoder. The math is that of the models' `logits` followed by `seed_cross_entropy` (and of the
+papers.md algebra losses); what differs is the bookkeeping:
 
 - the forward computes the gradient as it goes, chunk by chunk over the batch, in buffers that
   live in a `Workspace` and are reused every step (on CPU a fresh multi-megabyte tensor costs
   page faults and cold cache lines: measured 1.3 ms of a 2.6 ms batched matmul at Z97, S = 8);
-- the softmax is computed once, in place on the logits buffer, which then becomes the logits'
-  gradient (softmax - onehot) / B: one `exp` per logit instead of log_softmax's and its
-  backward's; log-probabilities are clamped at log(tiny) before `exp` as in `ops.py`;
+- the softmax is computed once per logit, in base 2 (`exp2`, see softmax_grad2_), in place on
+  the logits buffer, which then becomes B times the logits' gradient (1/B is applied to the
+  small gradients at the end);
 - autograd saves only the table-sized gradients ([S, n, h], [S, h, n_out], ...), never an
   [S, B, ...] tensor; the backward multiplies them by the incoming per-seed gradient.
 
-The chunk loop bounds memory (A7: 6.35 M pairs) exactly as the trainer's gradient accumulation
-did. A test checks losses and gradients against autograd through the models' `logits`.
+The chunk loop bounds memory (A7: 6.35 M pairs) as the trainer's gradient accumulation did.
+tests/unit/test_fused.py checks values and gradients against autograd through the models.
 """
 
 from __future__ import annotations
