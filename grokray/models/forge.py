@@ -36,6 +36,10 @@ from grokray.models import (
 )
 from grokray.models.fused import Workspace, assoc_sampled, forge_loss, ident_inv
 
+DIRECT_ASSOC_MAX = 3 << 17
+"""L_assoc over all triples term by term while S n^3 R is at most this (S = 8, R = 64: up to
+9 elements), else through Gram matrices; both exact (see Forge._assoc_direct)."""
+
 
 def _t(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(1, 2)
@@ -170,7 +174,9 @@ class Forge:
         w = self.aux_weights
         Ut, Vt = self._tables()  # [S, n, R]: U x, V x for every element
         if n <= self.full_max:
-            assoc = self._assoc_full(Ut, Vt)
+            S, R = E.shape[0], Ut.shape[2]
+            small = S * n**3 * R <= DIRECT_ASSOC_MAX
+            assoc = self._assoc_direct(Ut, Vt) if small else self._assoc_full(Ut, Vt)
         else:
             idx = self._sample((self.n_samples, 3), n)  # [S, m, 3]
             i, j, k = idx[..., 0], idx[..., 1], idx[..., 2]
@@ -185,9 +191,10 @@ class Forge:
                                       w["ident"], w["inv"])
         return w["assoc"] * assoc + total, {"assoc": assoc, "ident": ident, "inv": inv}
 
-    def _mu_uv(self, Ux: torch.Tensor, Vy: torch.Tensor) -> torch.Tensor:
-        """mu from the projections: W((U x) * (V y)). [S, M, R] (or [S, 1, R]) -> [S, M, d]."""
-        return torch.bmm(Ux * Vy, _t(self.params["W"]))
+    def _mu_uv(self, Ux: torch.Tensor, Vy: torch.Tensor | None) -> torch.Tensor:
+        """mu from the projections: W((U x) * (V y)). [S, M, R] (or [S, 1, R]) -> [S, M, d].
+        With Vy None, Ux is already the product (U x) * (V y)."""
+        return torch.bmm(Ux if Vy is None else Ux * Vy, _t(self.params["W"]))
 
     def _assoc_full(self, Ux: torch.Tensor, Vy: torch.Tensor) -> torch.Tensor:
         """Mean of |mu(mu(x_i,x_j),x_k) - mu(x_i,mu(x_j,x_k))|^2 over all n^3 triples, exactly.
@@ -232,6 +239,21 @@ class Forge:
             B = torch.einsum("skr,sjkt->sjrt", Vy, VM)
             lr = torch.einsum("srt,sjrt->s", Q, A * B)  # sum_ijk l'Qr
         return (ll + rr - 2.0 * lr) / n**3
+
+    def _assoc_direct(self, Ux: torch.Tensor, Vy: torch.Tensor) -> torch.Tensor:
+        """The same loss as `_assoc_full`, term by term over all n^3 triples, sharing the n^2
+        products m_ij: (U m_ij) * (V x_k) - (U x_i) * (V m_jk) for every triple, then one GEMM
+        through W. O(n^3 R d), and few ops: faster than the Gram form for tiny groups
+        (measured at S = 8: S3 1.0 vs 3.1 ms, D4 2.2 vs 3.6 ms, Z9 3.4 vs 5.0 ms; Z10 5.8 vs
+        5.0 ms), so it is used while S n^3 R <= DIRECT_ASSOC_MAX."""
+        p = self.params
+        S, n, R = Ux.shape
+        M = self._mu_uv((Ux[:, :, None, :] * Vy[:, None]).reshape(S, n * n, R), None)
+        UM = torch.bmm(M, _t(p["U"])).view(S, n, n, R)  # [i, j]: U m_ij
+        VM = torch.bmm(M, _t(p["V"])).view(S, n, n, R)  # [j, k]: V m_jk
+        left = UM[:, :, :, None, :] * Vy[:, None, None, :, :]  # [i, j, k]: (U m_ij) * (V x_k)
+        right = Ux[:, :, None, None, :] * VM[:, None, :, :, :]  # (U x_i) * (V m_jk)
+        return _sqnorm(self._mu_uv((left - right).reshape(S, n**3, R), None))
 
     def _assoc_naive(self, E: torch.Tensor, i: torch.Tensor | None = None,
                      j: torch.Tensor | None = None, k: torch.Tensor | None = None) -> torch.Tensor:

@@ -185,3 +185,19 @@ def test_config_activation_names_are_the_models_activations():
     from grokray.models.mlp import ACTS
 
     assert tuple(ACTS) == ACTIVATIONS
+
+
+@pytest.mark.parametrize("n", [3, 7])
+def test_forge_assoc_direct_equals_gram_and_naive(n):
+    """The term-by-term all-triples L_assoc (used for tiny groups) equals the Gram form and the
+    naive loss, in value and gradient."""
+    m = Forge(_cfg(arch="forge"), n, n, [0, 1], dtype=torch.float64)
+    with torch.no_grad():
+        m.params["E"].mul_(3.0)
+    ps = [m.params[k] for k in ("E", "U", "V", "W")]
+    naive = m._assoc_naive(m.params["E"])
+    g_naive = torch.autograd.grad(naive.sum(), ps)
+    for got in (m._assoc_direct(*m._tables()), m._assoc_full(*m._tables())):
+        torch.testing.assert_close(got, naive)
+        for x, y in zip(torch.autograd.grad(got.sum(), ps), g_naive, strict=True):
+            torch.testing.assert_close(x, y)
