@@ -179,30 +179,15 @@ class _Trial:
             idx = self.batcher.next([self.seeds[p] for p in self.active]).to(self.device)
             idx = self.tr.gather(1, idx)  # [S, B] task indices
             a, b, y = self.a[idx], self.b[idx], self.y[idx]
-        S, B = y.shape
-        # the batch goes through in chunks whose logits stay under the budget (A7: 131072 x 2520
-        # logits per seed): same gradient, bounded memory (and, on CPU, cache-sized working sets)
-        budget = TRAIN_LOGIT_BUDGET
-        if self.device.type == "cpu":
-            budget = min(budget, CPU_CHUNK_BUDGET)
-        chunk = self._chunk(budget, S)
+        S = y.shape[0]
+        chunk = self._chunk(TRAIN_LOGIT_BUDGET, S)
         lam = lambda_alg(step, cfg.forge, cfg.steps) if self.has_aux else 0.0
         names = list(model.params)
         ps = [model.params[k] for k in names]
-        fused = getattr(model, "data_loss", None)
         acc: list[torch.Tensor | None] = [None] * len(ps)
         total_sum = torch.zeros(S, device=self.device, dtype=self.dtype)
-        # fused models loop over the chunks inside data_loss (one backward); the others
-        # accumulate one autograd pass per chunk
-        for i in range(0, B, B if fused is not None else chunk):
-            j = slice(i, i + chunk)
-            if fused is not None:
-                total = fused(a, b, y, chunk)  # [S]
-            else:
-                total = seed_cross_entropy(model.logits(a[:, j], b[:, j]), y[:, j])  # [S]
-                if chunk < B:
-                    total = total * (y[:, j].shape[1] / B)
-            if lam > 0.0 and i == 0:
+        for n, total in enumerate(self._data_losses(a, b, y, chunk)):
+            if lam > 0.0 and n == 0:
                 if hasattr(model, "aux_loss"):  # the weighted sum, fused
                     alg = model.aux_loss()
                 else:
@@ -221,8 +206,26 @@ class _Trial:
         self.opt.step(model.params, grads, lr_at(step, cfg.optim, cfg.steps))
         return total_sum
 
+    def _data_losses(self, a: torch.Tensor, b: torch.Tensor, y: torch.Tensor, chunk: int):
+        """The batch's mean cross-entropy per seed [S], as terms to differentiate one at a time
+        (so one chunk's graph is freed before the next is built: bounded memory, e.g. A7's
+        131072 x 2520 logits per seed): one term for a model with a fused `data_loss` (it loops
+        over the chunks itself), else one per chunk, weighted by its share of the batch."""
+        model = self.model
+        if hasattr(model, "data_loss"):
+            yield model.data_loss(a, b, y, chunk)
+            return
+        B = y.shape[1]
+        for i in range(0, B, chunk):
+            j = slice(i, i + chunk)
+            total = seed_cross_entropy(model.logits(a[:, j], b[:, j]), y[:, j])  # [S]
+            yield total if chunk >= B else total * (y[:, j].shape[1] / B)
+
     def _chunk(self, budget: int, S: int) -> int:
-        """Pairs per chunk so that one logits tensor [S, chunk, n_out] holds <= budget elements."""
+        """Pairs per chunk so that one logits tensor [S, chunk, n_out] holds <= budget elements
+        (on CPU at most CPU_CHUNK_BUDGET: cache-sized working sets)."""
+        if self.device.type == "cpu":
+            budget = min(budget, CPU_CHUNK_BUDGET)
         return max(1, budget // max(1, S * self.task.n_out))
 
     def _check_finite(self, loss: torch.Tensor, step: int) -> None:
@@ -281,16 +284,10 @@ class _Trial:
         self._drop(diverged + finished)
         self.n_evals += 1
 
-    def _eval_chunk(self, S: int) -> int:
-        """Pairs per eval chunk (forward only: on CPU the cache-sized chunks of training)."""
-        budget = LOGIT_BUDGET if self.device.type != "cpu" else min(LOGIT_BUDGET,
-                                                                     CPU_CHUNK_BUDGET)
-        return self._chunk(budget, S)
-
     def _eval_all(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Loss, correctness and prediction on every task pair: [S, N] each (shared inputs)."""
         S, N = len(self.active), len(self.task)
-        chunk = self._eval_chunk(S)
+        chunk = self._chunk(LOGIT_BUDGET, S)
         losses, corrects, preds = [], [], []
         for i in range(0, N, chunk):
             a, b, y = self.a[i:i + chunk], self.b[i:i + chunk], self.y[i:i + chunk]
@@ -304,7 +301,7 @@ class _Trial:
     def _eval_idx(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean loss and accuracy over per-seed task indices idx [S, m]."""
         S, m = idx.shape
-        chunk = self._eval_chunk(S)
+        chunk = self._chunk(LOGIT_BUDGET, S)
         loss_sum = torch.zeros(S, device=self.device, dtype=torch.float64)
         acc_sum = torch.zeros_like(loss_sum)
         for i in range(0, m, chunk):
