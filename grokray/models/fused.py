@@ -52,24 +52,33 @@ class Workspace:
 LOG2E, LN2 = 1.0 / math.log(2.0), math.log(2.0)
 
 
+def _exp2_shifted_(L: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """In place on base-2 logits L [S, c, n]: L <- 2^(L - max L), exponents clamped at
+    log2(tiny) (-126 in float32: a probability below 1.2e-38 becomes 1.2e-38).
+
+    y [S, c] or [c]. Returns (the shifted target logit L_y - max L, the row sums), [S, c, 1]
+    each, so that the row's cross-entropy is ln 2 * (log2 sum - (L_y - max L)) exactly even
+    where p_y underflows.
+    """
+    floor = math.log2(torch.finfo(L.dtype).tiny)
+    L.sub_(L.amax(-1, keepdim=True))  # shift: max 0
+    ly = L.gather(-1, y.expand(L.shape[:2]).unsqueeze(-1))  # [S, c, 1]
+    L.clamp_min_(floor).exp2_()
+    return ly, L.sum(-1, keepdim=True)
+
+
 def softmax_grad2_(L: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """In place: base-2 logits L = log2(e) * logits [S, c, n] -> softmax(logits) - onehot(y).
 
     y [S, c]. Returns the per-seed sum over the c rows of the negative log-likelihood (nats),
     [S]. Base 2 because `exp2` is 3x faster than `exp` on CPU (measured, AVX-512) and has no
     slow path for very negative inputs (`exp` below -87.3 is 30x slower); the callers fold
-    log2(e) into a small matmul operand, so the scaling costs nothing per logit. Shifted
-    exponents are clamped at log2(tiny) (-126 in float32): a probability below 1.2e-38 becomes
-    1.2e-38, a gradient change below that size.
+    log2(e) into a small matmul operand, so the scaling costs nothing per logit.
     """
-    floor = math.log2(torch.finfo(L.dtype).tiny)
-    idx = y.unsqueeze(-1)  # [S, c, 1]
-    L.sub_(L.amax(-1, keepdim=True))  # shift: max 0
-    ly = L.gather(-1, idx)  # [S, c, 1]
-    L.clamp_min_(floor).exp2_()
-    s = L.sum(-1, keepdim=True)  # [S, c, 1]
+    ly, s = _exp2_shifted_(L, y)
     nll = (s.log2() - ly).sum((1, 2)).mul_(LN2)
     L.mul_(s.reciprocal_())
+    idx = y.unsqueeze(-1)
     L.scatter_add_(-1, idx, torch.full(idx.shape, -1.0, dtype=L.dtype, device=L.device))
     return nll
 
@@ -80,12 +89,8 @@ def nll_rows_(L: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     L is overwritten. The same numbers as F.cross_entropy(reduction="none") to float rounding,
     through exp2 (see softmax_grad2_) and without a second [S, c, n] tensor.
     """
-    floor = math.log2(torch.finfo(L.dtype).tiny)
-    L.mul_(LOG2E)
-    m = L.amax(-1, keepdim=True)  # [S, c, 1]
-    ly = L.gather(-1, y.expand(L.shape[:2]).unsqueeze(-1))
-    L.sub_(m).clamp_min_(floor).exp2_()
-    return L.sum(-1, keepdim=True).log2_().add_(m).sub_(ly).squeeze(-1).mul_(LN2)
+    ly, s = _exp2_shifted_(L.mul_(LOG2E), y)
+    return s.log2_().sub_(ly).squeeze(-1).mul_(LN2)
 
 
 def _output_ce(X: torch.Tensor, W2: torch.Tensor, b2: torch.Tensor, Wt: torch.Tensor,
