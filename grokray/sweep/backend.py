@@ -266,8 +266,11 @@ class RayBackend:
         address = self.address or os.environ.get("RAY_ADDRESS")
         if address:
             kwargs["address"] = address
-        elif self.num_cpus:
-            kwargs["num_cpus"] = self.num_cpus
+        else:
+            # "local" always starts a new embedded Ray: never join another one on this machine.
+            kwargs["address"] = "local"
+            if self.num_cpus:
+                kwargs["num_cpus"] = self.num_cpus
         ray.init(**kwargs)
         self.started_ray = True
 

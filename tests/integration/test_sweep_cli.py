@@ -27,7 +27,7 @@ def ray_session():
     from ray import cloudpickle
 
     cloudpickle.register_pickle_by_value(helpers)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
