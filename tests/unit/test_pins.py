@@ -1,0 +1,34 @@
+"""Float64 pins: every family's curves at tiny sizes equal the stored ones (refactors keep them).
+
+The stored numbers (tests/fixtures/pins/curves.json) come from tests/fixtures/pins/make_pins.py.
+"""
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+PINS = Path(__file__).resolve().parents[1] / "fixtures" / "pins"
+_spec = importlib.util.spec_from_file_location("grokray_pins", PINS / "make_pins.py")
+make_pins = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make_pins)
+STORED = json.loads((PINS / "curves.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(make_pins.CASES))
+def test_float64_curves_unchanged(name):
+    torch.set_num_threads(1)
+    got, want = make_pins.run_case(name), STORED[name]
+    assert got["n_params"] == want["n_params"]
+    assert got["seeds"] == want["seeds"]
+    assert got["step"] == want["step"]
+    assert set(got) == set(want)
+    for col in make_pins.COLUMNS:
+        if col not in want:
+            continue
+        for g, w in zip(got[col], want[col], strict=True):
+            same = (math.isnan(g) and math.isnan(w)) or g == pytest.approx(w, rel=1e-9, abs=1e-12)
+            assert same, (col, g, w)
