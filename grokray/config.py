@@ -14,39 +14,44 @@ import json
 import math
 import types
 import typing
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
 
+from grokray import fields
 from grokray.errors import ConfigError
+from grokray.fields import at_least, choice, positive
+from grokray.models import registry
+from grokray.models.activations import ACTIVATIONS
 
 # ----------------------------------------------------------------------------------- sections
 
 
 @dataclass
 class ModelConfig:
-    """Shape fields shared by the neural models (MLP, FORGE)."""
+    """Shape fields shared by the neural models (a shared section: MLP, FORGE, transformer)."""
 
-    d: int = 32
+    d: int = positive(32)
     """embedding dimension (MLP: per operand; FORGE: the fiber dimension)"""
-    hidden: int = 128
+    hidden: int = positive(128)
     """MLP hidden width h (ignored when `matched_budget` is on)"""
-    rank: int = 64
+    rank: int = positive(64)
     """FORGE DAD rank R (capacity R*d)"""
-    act: str = "relu"
+    act: str = choice("relu", ACTIVATIONS)
     """MLP hidden activation: relu, gelu, tanh, silu, quadratic, identity"""
     matched_budget: bool = False
     """MLP only: choose h so the parameter count matches the FORGE model of this same config"""
     init_scale: float = 1.0
-    """multiplier on every initial weight"""
+    """multiplier on every initial weight (MLP, FORGE, transformer)"""
 
 
 @dataclass
 class OptimConfig:
     """Optimizer and learning-rate schedule."""
 
-    name: str = "adamw"
+    name: str = choice("adamw", ("adamw", "sgd"))
     """adamw or sgd"""
     lr: float = 1e-3
     """peak learning rate"""
@@ -57,124 +62,33 @@ class OptimConfig:
     eps: float = 1e-8
     """AdamW epsilon"""
     weight_decay: float = 1.0
-    """decoupled weight decay (AdamW) or L2 (SGD); FORGE may split it (see `forge`)"""
+    """decoupled weight decay (AdamW) or L2 (SGD); a family may split it (FORGE: `forge.wd_*`)"""
     momentum: float = 0.0
     """SGD momentum"""
     warmup_steps: int = 0
     """linear lr warmup from 0 over this many steps"""
-    lr_schedule: str = "constant"
+    lr_schedule: str = choice("constant", ("constant", "cosine", "linear"))
     """after warmup: constant, cosine (to 0 at `steps`), or linear (to 0 at `steps`)"""
-    batch_size: int | None = None
+    batch_size: int | None = positive(None)
     """mini-batch size; None: full batch when the train set has at most `max_full_batch` pairs"""
-    max_full_batch: int = 131072
+    max_full_batch: int = positive(131072)
     """above this train-set size, and when batch_size is None, mini-batches of this size"""
-
-
-@dataclass
-class ForgeConfig:
-    """FORGE (fiber embedding + DAD) specifics; shape (d, rank) lives in `model`.
-
-    Defaults tuned with grokray on the non-abelian ablation (S3, D4, A4, train 0.5, d 32, R 64,
-    AdamW lr 1e-3, wd 1): nearest-embedding decoding (`tied_dist`) and a small algebra weight
-    (0.03, linear decay to 0 at half the budget) grokked 18/18 seeds within 1,000 steps; `tied`
-    dot-product decoding or lambda_alg >= 1 left val acc at 0.2-0.7, and lambda off at 0/6 (S3).
-    """
-
-    decode: str = "tied_dist"
-    """tied (logits = mu(x, y) . E^T), tied_dist (logits = -|mu(x, y) - E_c|^2, up to a
-    class-independent term), or separate (a learned unembedding D [|G|, d] and bias)"""
-    inv_hidden: int = 64
-    """hidden width of the inverse map g_phi: R^d -> R^d (one hidden layer)"""
-    lambda_alg: float = 0.03
-    """initial weight of the algebra losses (tuned: see the ForgeConfig docstring)"""
-    lambda_schedule: str = "linear"
-    """lambda_alg(t): linear (decay to 0 at `lambda_end`), constant, cosine, step, off"""
-    lambda_end: float = 0.5
-    """fraction of `steps` at which linear/cosine reach 0 and step drops to 0"""
-    alg_full_max: int = 64
-    """L_assoc exactly over all |G|^3 triples while |G| <= this (O(|G|^2 R^2)); sampled above"""
-    alg_samples: int = 1024
-    """triples sampled per step above alg_full_max; elements sampled for L_ident/L_inv when
-    |G| exceeds this"""
-    w_assoc: float = 1.0
-    """relative weight of L_assoc"""
-    w_ident: float = 1.0
-    """relative weight of L_ident"""
-    w_inv: float = 1.0
-    """relative weight of L_inv"""
-    wd_embed: float | None = None
-    """weight decay on E (and the unembedding, identity e); None: optim.weight_decay"""
-    wd_dad: float | None = None
-    """weight decay on U, V, W; None: optim.weight_decay"""
-    wd_other: float | None = None
-    """weight decay on g_phi; None: optim.weight_decay"""
 
 
 @dataclass
 class GrokfastConfig:
     """Grokfast gradient filters (ironjr/grokfast), applied per seed between backward and step."""
 
-    filter: str = "none"
+    filter: str = choice("none", ("none", "ema", "ma"))
     """none, ema, or ma"""
     alpha: float = 0.98
     """EMA momentum a in mu <- a*mu + (1-a)*g"""
     lamb: float | None = None
     """amplification lam in g <- g + lam*filtered; None: 2.0 for ema, 5.0 for ma"""
-    window: int = 100
+    window: int = positive(100)
     """MA window w (number of past gradients)"""
     warmup: bool = True
     """MA: amplify only once the window is full (the reference behaviour)"""
-
-
-@dataclass
-class TransformerConfig:
-    """Decoder-only transformer over the tokens `a b =` (grokray/models/transformer.py)."""
-
-    n_layers: int = 1
-    """number of blocks"""
-    d_model: int = 128
-    """residual stream width"""
-    n_heads: int = 4
-    """attention heads"""
-    d_head: int | None = None
-    """width of each head; None: d_model // n_heads (d_model must then be divisible)"""
-    d_mlp: int = 512
-    """MLP hidden width"""
-    act: str = "relu"
-    """MLP activation: relu, gelu, tanh, silu, quadratic, identity"""
-    norm: str = "layernorm"
-    """none, layernorm, rmsnorm (pre-norm blocks and a final norm), spherical (every
-    residual-stream vector L2-normalized to unit norm), spherical_bounded (spherical, plus
-    unit-norm unembedding rows and logits = scale * cosine similarity)"""
-    attention: str = "standard"
-    """standard (causal softmax) or uniform (scores ignored: position t averages positions <= t)"""
-    logit_scale: float = 5.0
-    """spherical_bounded: logits = scale * cosine similarity (the initial value when learned);
-    5 groks on Z59 at CPU scale where 10 did not within 1,500 steps (tests/acceptance)"""
-    learn_scale: bool = False
-    """spherical_bounded: learn the logit scale (a parameter per seed)"""
-    norm_eps: float = 1e-5
-    """epsilon of layernorm / rmsnorm / the L2 normalizations"""
-
-
-@dataclass
-class RFMConfig:
-    """Recursive Feature Machine (refined by the RFM work, issue 7). One step = one iteration."""
-
-    kernel: str = "gaussian"
-    """gaussian, laplace, or quadratic"""
-    bandwidth: float = 2.5
-    """kernel bandwidth L"""
-    ridge: float = 0.0
-    """ridge regularization of the kernel solve"""
-    iters: int = 25
-    """RFM iterations"""
-    power: float = 0.5
-    """M <- AGOP^power"""
-    centering: bool = True
-    """center the Jacobians over the train points before the AGOP (the reference code does)"""
-    baseline: str = "none"
-    """none or random_circulant (a fixed random block-circulant M, no learning)"""
 
 
 @dataclass
@@ -185,46 +99,73 @@ class MetricsConfig:
     """grok step: first eval with val acc >= this"""
     memorize_threshold: float = 0.99
     """memorization step: first eval with train acc >= this"""
-    patience: int = 5
+    patience: int = at_least(5, 0)
     """a seed stops after grokking and holding it for this many evals; 0: never stop early"""
     cheap: list[str] = field(default_factory=list)
     """metrics computed at every eval (names from grokray.metrics)"""
     costly: list[str] = field(default_factory=list)
     """metrics computed every `costly_every` evals"""
-    costly_every: int = 10
+    costly_every: int = positive(10)
     """cadence of the costly metrics, in evals"""
-    eval_max_pairs: int = 262144
+    eval_max_pairs: int = positive(262144)
     """evaluate on all pairs up to this many; above, on a fixed per-seed sample of this many
     train and val pairs each"""
 
 
-SECTIONS: dict[str, type] = {
+SHARED_SECTIONS: dict[str, type] = {
     "model": ModelConfig,
     "optim": OptimConfig,
-    "forge": ForgeConfig,
     "grokfast": GrokfastConfig,
-    "transformer": TransformerConfig,
-    "rfm": RFMConfig,
     "metrics": MetricsConfig,
 }
+"""the sections every family may read; each family's own section is declared beside its model
+and registered with it (grokray.models.registry)"""
+
+
+class _Sections(Mapping):
+    """Section key -> dataclass: the shared sections, then every registered family's section."""
+
+    def _all(self) -> dict[str, type]:
+        return {**SHARED_SECTIONS, **registry.sections()}
+
+    def __getitem__(self, key: str) -> type:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+SECTIONS: Mapping[str, type] = _Sections()
+"""every config section (shared and per family), read live from the registry"""
 
 # fields that change no number: excluded from config_hash (seeds are the row identity instead)
 NON_IDENTITY = ("seeds", "label")
 
 
+def _family_sections() -> dict[str, Any]:
+    return {k: cls() for k, cls in registry.sections().items()}
+
+
 @dataclass
 class TrialConfig:
-    """One trial: a task, a model, an optimizer, and S seeds trained together."""
+    """One trial: a task, a model, an optimizer, and S seeds trained together.
+
+    Common fields, the shared sections (model, optim, grokfast, metrics) as fields, and every
+    registered family's own section in `families`, read as an attribute (`cfg.forge`).
+    """
 
     group: str = "S4"
     """group name (grokray.groups grammar: S4, D8, Z97, Z2xZ4, A5, ...)"""
     op: str = "group"
     """group (composition) or, on Z_p, a modular op: add, sub, mul, div, ..."""
     arch: str = "mlp"
-    """model family: mlp, forge, transformer, rfm"""
-    steps: int = 15000
+    """model family: mlp, forge, transformer, rfm, or any registered one"""
+    steps: int = positive(15000)
     """step budget (optimizer steps; RFM: iterations come from rfm.iters)"""
-    eval_every: int = 100
+    eval_every: int = positive(100)
     """evaluate every this many steps"""
     train_frac: float = 0.5
     """fraction of all pairs used for training"""
@@ -234,7 +175,7 @@ class TrialConfig:
     """split seed; None: each seed's split uses the seed itself"""
     device: str = "auto"
     """auto, cpu, cuda, cuda:N"""
-    dtype: str = "float32"
+    dtype: str = choice("float32", ("float32", "float64"))
     """float32 or float64"""
     label: str | None = None
     """arm label for analysis (default: arch, plus +grokfast); does not change numbers"""
@@ -242,16 +183,18 @@ class TrialConfig:
     """shared neural-model shape"""
     optim: OptimConfig = field(default_factory=OptimConfig)
     """optimizer"""
-    forge: ForgeConfig = field(default_factory=ForgeConfig)
-    """FORGE specifics"""
     grokfast: GrokfastConfig = field(default_factory=GrokfastConfig)
     """Grokfast filter"""
-    transformer: TransformerConfig = field(default_factory=TransformerConfig)
-    """transformer specifics"""
-    rfm: RFMConfig = field(default_factory=RFMConfig)
-    """RFM specifics"""
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     """detection thresholds and metric cadence"""
+    families: dict[str, Any] = field(default_factory=_family_sections)
+    """each registered family's own section by key (forge, transformer, rfm, ...)"""
+
+    def __getattr__(self, name: str) -> Any:
+        sections = self.__dict__.get("families")
+        if sections is not None and name in sections:
+            return sections[name]
+        raise AttributeError(f"'TrialConfig' object has no attribute {name!r}")
 
     # ------------------------------------------------------------------ construction
 
@@ -263,29 +206,41 @@ class TrialConfig:
         dotted: dict[str, Any] = {}
         for k, v in d.items():
             (dotted if "." in str(k) else nested)[k] = v
-        cfg = _build(cls, nested, "")
+        cfg = _build_trial(nested)
         return cfg.with_overrides(dotted) if dotted else cfg
 
     def to_dict(self) -> dict[str, Any]:
-        """Nested plain dict (round-trips through from_dict)."""
-        return dataclasses.asdict(self)
+        """Nested plain dict, every section at the top (round-trips through from_dict)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name == "families":
+                out.update({k: dataclasses.asdict(sec) for k, sec in v.items()})
+            elif dataclasses.is_dataclass(v):
+                out[f.name] = dataclasses.asdict(v)
+            else:
+                out[f.name] = list(v) if isinstance(v, list) else v
+        return out
 
     def with_overrides(self, overrides: dict[str, Any]) -> TrialConfig:
         """New config with dotted-key overrides, e.g. {"model.rank": 32, "group": "S4"}."""
         d = self.to_dict()
+        sections = dict(SECTIONS)
         for key, value in overrides.items():
             parts = str(key).split(".")
             if len(parts) == 1:
-                if parts[0] in SECTIONS and not isinstance(value, dict):
+                if parts[0] in sections and not isinstance(value, dict):
                     raise ConfigError(f"'{key}' is a section; set its fields as {key}.<field>")
-                target, leaf, owner = d, parts[0], TrialConfig
-            elif len(parts) == 2 and parts[0] in SECTIONS:
-                target, leaf, owner = d[parts[0]], parts[1], SECTIONS[parts[0]]
+                target, leaf = d, parts[0]
+                valid = list(_common_types()) + list(sections)
+            elif len(parts) == 2 and parts[0] in sections:
+                target, leaf = d[parts[0]], parts[1]
+                valid = list(_field_types(sections[parts[0]]))
             else:
                 raise _unknown_key(key)
-            if leaf not in _field_types(owner):
+            if leaf not in valid:
                 raise _unknown_key(key)
-            if isinstance(value, dict) and leaf in SECTIONS:
+            if isinstance(value, dict) and leaf in sections and target is d:
                 target[leaf] = {**target[leaf], **value}
             else:
                 target[leaf] = value
@@ -342,7 +297,7 @@ class TrialConfig:
 
 def valid_keys() -> list[str]:
     """All dotted keys a config accepts."""
-    keys = [k for k in _field_types(TrialConfig) if k not in SECTIONS]
+    keys = list(_common_types())
     for s, cls in SECTIONS.items():
         keys += [f"{s}.{k}" for k in _field_types(cls)]
     return keys
@@ -364,29 +319,6 @@ def load_yaml(path: str) -> TrialConfig:
 
 # ----------------------------------------------------------------------------------- validation
 
-ACTIVATIONS = ("relu", "gelu", "tanh", "silu", "quadratic", "identity")
-"""Activation names (the keys of grokray.models.mlp.ACTS; config.py stays free of torch)"""
-
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "arch": ("mlp", "forge", "transformer", "rfm"),
-    "dtype": ("float32", "float64"),
-    "model.act": ACTIVATIONS,
-    "transformer.act": ACTIVATIONS,
-    "optim.name": ("adamw", "sgd"),
-    "optim.lr_schedule": ("constant", "cosine", "linear"),
-    "forge.decode": ("tied", "tied_dist", "separate"),
-    "forge.lambda_schedule": ("linear", "constant", "cosine", "step", "off"),
-    "grokfast.filter": ("none", "ema", "ma"),
-    "transformer.norm": ("none", "layernorm", "rmsnorm", "spherical", "spherical_bounded"),
-    "transformer.attention": ("standard", "uniform"),
-    "rfm.kernel": ("gaussian", "laplace", "quadratic"),
-    "rfm.baseline": ("none", "random_circulant"),
-}
-_POSITIVE = ("steps", "eval_every", "model.d", "model.hidden", "model.rank", "forge.inv_hidden",
-             "grokfast.window", "transformer.n_layers", "transformer.d_model",
-             "transformer.n_heads", "transformer.d_mlp", "rfm.iters", "metrics.costly_every",
-             "optim.max_full_batch", "metrics.eval_max_pairs")
-
 
 def get_key(cfg: TrialConfig, key: str) -> Any:
     """The value of a dotted key (`"model.rank"`) in a config."""
@@ -397,25 +329,22 @@ def get_key(cfg: TrialConfig, key: str) -> Any:
 
 
 def _validate(cfg: TrialConfig) -> None:
-    for key, choices in _CHOICES.items():
-        v = get_key(cfg, key)
-        if v not in choices:
-            raise ConfigError(f"bad value {v!r} for {key}; valid: {', '.join(choices)}")
-    for key in _POSITIVE:
-        if get_key(cfg, key) <= 0:
-            raise ConfigError(f"{key} must be > 0, got {get_key(cfg, key)}")
+    fams = registry.families()
+    if cfg.arch not in fams:
+        raise ConfigError(f"bad value {cfg.arch!r} for arch; valid: {', '.join(fams)}")
+    fields.check(cfg)
+    for key in SHARED_SECTIONS:
+        fields.check(getattr(cfg, key), f"{key}.")
+    for key, sec in cfg.families.items():
+        fields.check(sec, f"{key}.")
     if not 0.0 < cfg.train_frac < 1.0:
         raise ConfigError(f"train_frac must be in (0, 1), got {cfg.train_frac}")
     if not cfg.seeds:
         raise ConfigError("seeds must list at least one seed")
     if len(set(cfg.seeds)) != len(cfg.seeds):
         raise ConfigError(f"seeds must be distinct, got {cfg.seeds}")
-    if cfg.optim.batch_size is not None and cfg.optim.batch_size <= 0:
-        raise ConfigError(f"optim.batch_size must be > 0 or null, got {cfg.optim.batch_size}")
     if not (cfg.device == "auto" or cfg.device == "cpu" or cfg.device.startswith("cuda")):
         raise ConfigError(f"bad value {cfg.device!r} for device; valid: auto, cpu, cuda, cuda:N")
-    if cfg.metrics.patience < 0:
-        raise ConfigError(f"metrics.patience must be >= 0, got {cfg.metrics.patience}")
 
 
 # ----------------------------------------------------------------------------------- coercion
@@ -426,6 +355,30 @@ def _field_types(cls: type) -> dict[str, Any]:
     return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
 
 
+def _common_types() -> dict[str, Any]:
+    """The common (top-level, non-section) fields of TrialConfig and their types."""
+    skip = set(SHARED_SECTIONS) | {"families"}
+    return {k: t for k, t in _field_types(TrialConfig).items() if k not in skip}
+
+
+def _build_trial(d: dict[str, Any]) -> TrialConfig:
+    common, sections = _common_types(), dict(SECTIONS)
+    kwargs: dict[str, Any] = {}
+    families = _family_sections()
+    for k, v in d.items():
+        if k in sections:
+            sec = _build(sections[k], v or {}, f"{k}.")
+            if k in SHARED_SECTIONS:
+                kwargs[k] = sec
+            else:
+                families[k] = sec
+        elif k in common:
+            kwargs[k] = _coerce(v, common[k], k)
+        else:
+            raise _unknown_key(k)
+    return TrialConfig(**kwargs, families=families)
+
+
 def _build(cls: type, d: dict[str, Any], prefix: str) -> Any:
     if not isinstance(d, dict):
         raise ConfigError(f"section '{prefix.rstrip('.')}' must be a mapping, got {d!r}")
@@ -434,10 +387,7 @@ def _build(cls: type, d: dict[str, Any], prefix: str) -> Any:
     for k, v in d.items():
         if k not in types_:
             raise _unknown_key(f"{prefix}{k}")
-        if k in SECTIONS and cls is TrialConfig:
-            kwargs[k] = _build(SECTIONS[k], v or {}, f"{k}.")
-        else:
-            kwargs[k] = _coerce(v, types_[k], f"{prefix}{k}")
+        kwargs[k] = _coerce(v, types_[k], f"{prefix}{k}")
     return cls(**kwargs)
 
 

@@ -1,4 +1,5 @@
-"""`run_trial(cfg) -> TrialResult`: trains the S seeds of one config together. No Ray here.
+"""The gradient trainer: trains the S seeds of one trial together (`Family.train` of every
+gradient-trained family). `grokray.trial.run_trial` is the entry point; no Ray here.
 
 Every parameter, optimizer moment and filter state is stacked along a leading seed dimension, and
 every operation is per seed (batched matmuls, elementwise updates; the loss is the sum of the
@@ -6,6 +7,8 @@ per-seed mean losses), so each seed follows exactly the path it would follow alo
 tolerance. Seed s has its own model init, its own sampling stream, and its own split (from
 `data_seed`, or from s itself when `data_seed` is null). A seed that finishes (grokked and held)
 or diverges (non-finite loss) is dropped from the stack; the others go on.
+
+The trainer talks to the model only through grokray.models.protocol.Model.
 
 Step convention: the eval at step t is taken after t optimizer steps (t = 0, eval_every, ...,
 and the last step). `steps_run` counts optimizer steps.
@@ -15,21 +18,19 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timezone
 
-import pandas as pd
 import torch
 
-from grokray.config import TrialConfig
-from grokray.errors import ConfigError, GrokrayError
+from grokray.errors import GrokrayError
 from grokray.metrics.grokking import GrokDetector
-from grokray.models import get_model, seed_generator
+from grokray.models import seed_generator
 from grokray.models.fused import nll_rows_
-from grokray.models.ops import seed_cross_entropy
-from grokray.optim import lambda_alg, lr_at, make_filter, make_optimizer
-from grokray.result import CURVE_COLUMNS, SeedResult, TrialResult
+from grokray.models.protocol import Model
+from grokray.optim import lr_at, make_filter, make_optimizer
+from grokray.result import SeedResult
+from grokray.trial import Progress, ProgressFn, TrialRun, error_line, resolve_device, run_trial
+
+__all__ = ["Progress", "ProgressFn", "resolve_device", "run_trial", "train"]
 
 LOGIT_BUDGET = 1 << 24  # elements of one eval logits chunk [S, chunk, n_out]
 TRAIN_LOGIT_BUDGET = 1 << 25  # elements of one training logits chunk (gradient accumulation)
@@ -38,68 +39,29 @@ CPU_CHUNK_BUDGET = 1 << 20  # on CPU, training and eval chunks of at most this m
 # 20% slower as one 4704-pair chunk; benchmarks/README.md); on CUDA one big chunk is best
 
 
-@dataclass
-class Progress:
-    """What the progress callback receives at every evaluation."""
-
-    step: int
-    """optimizer steps done"""
-    steps: int
-    """step budget"""
-    n_seeds: int
-    """seeds in the trial"""
-    n_active: int
-    """seeds still training"""
-    n_grokked: int
-    """seeds that reached the grok threshold"""
-    best_val_acc: float
-    """best val acc over the seeds at this eval"""
-    steps_per_s: float
-    """optimizer steps per second so far (each step advances every active seed)"""
-
-
-ProgressFn = Callable[[Progress], None]
-
-
-def resolve_device(name: str) -> torch.device:
-    """auto -> cuda when available, else cpu."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"device {name!r} requested but CUDA is not available; valid: auto, cpu")
-    return torch.device(name)
-
-
-def run_trial(cfg: TrialConfig, progress: ProgressFn | None = None) -> TrialResult:
-    """Train every seed of `cfg`; returns per-seed outcomes and curves. Prints nothing."""
-    if cfg.arch == "rfm":
-        from grokray.models.rfm import run_rfm_trial
-
-        return run_rfm_trial(cfg)
-    return _Trial(cfg, progress).run()
+def train(run: TrialRun) -> None:
+    """Train every seed of `run` by gradient descent, recording outcomes and curve rows."""
+    _Trial(run).run()
 
 
 class _Trial:
     """The state of one running trial (a class only to keep run_trial readable)."""
 
-    def __init__(self, cfg: TrialConfig, progress: ProgressFn | None) -> None:
-        from grokray.tasks import make_task, split
-
-        self.cfg, self.progress = cfg, progress
-        self.started_at = datetime.now(timezone.utc)
-        self.t0 = time.perf_counter()
-        self.device = resolve_device(cfg.device)
-        self.dtype = {"float32": torch.float32, "float64": torch.float64}[cfg.dtype]
+    def __init__(self, run: TrialRun) -> None:
+        cfg = run.cfg
+        self.trial, self.cfg, self.progress = run, cfg, run.progress
+        self.t0 = run.t0
+        self.device, self.dtype = run.device, run.dtype
         self.metric_names = list(cfg.metrics.cheap) + list(cfg.metrics.costly)
         if self.metric_names:
             from grokray.metrics.mechanism import validate_metric_names
 
             validate_metric_names(self.metric_names)
-        self.task = task = make_task(cfg.group, cfg.op)
-        self.seeds = list(cfg.seeds)
+        self.task = task = run.task
+        self.seeds = list(run.seeds)
         S = len(self.seeds)
         dev = self.device
-        splits = [split(task, cfg.train_frac, cfg.seed_data_seed(s)) for s in self.seeds]
+        splits = run.splits
         tr = torch.stack([t for t, _ in splits])  # [S, Ntr] task indices
         self.n_train = tr.shape[1]
         self.a, self.b, self.y = task.a.to(dev), task.b.to(dev), task.y.to(dev)
@@ -116,10 +78,10 @@ class _Trial:
             pairs = list(zip(splits, self.seeds, strict=True))
             self.ev_tr = torch.stack([_subsample(t, m, s, 3) for (t, _), s in pairs]).to(dev)
             self.ev_val = torch.stack([_subsample(v, m, s, 4) for (_, v), s in pairs]).to(dev)
-        model_cls = get_model(cfg.arch)
-        self.model = model_cls(cfg, task.n_in, task.n_out, self.seeds, dev, self.dtype)
-        self.n_params = model_cls.count_params(cfg, task.n_in, task.n_out)
-        self.wd = {k: _weight_decay(cfg, g) for k, g in self.model.wd_groups.items()}
+        model_cls = run.family.model
+        self.model: Model = model_cls(cfg, task.n_in, task.n_out, self.seeds, dev, self.dtype)
+        run.n_params = model_cls.count_params(cfg, task.n_in, task.n_out)
+        self.wd = self.model.weight_decay(cfg.optim.weight_decay)
         self.opt = make_optimizer(self.model.params, self.wd, cfg.optim)
         self.filt = make_filter(cfg.grokfast)
         bs = cfg.optim.batch_size
@@ -129,18 +91,17 @@ class _Trial:
         self.batch = min(bs, self.n_train)
         self.batcher = None if self.batch >= self.n_train else _Batcher(
             self.seeds, self.n_train, self.batch)
-        self.has_aux = bool(self.model.aux_weights)
+        self.has_aux = self.model.has_aux
         self.detector = GrokDetector(cfg.metrics.grok_threshold, cfg.metrics.memorize_threshold,
                                      cfg.metrics.patience)
         self.active = list(range(S))  # positions (into self.seeds) still in the stack
-        self.outcome: dict[int, SeedResult] = {}
-        self.rows: list[dict] = []
+        self.rows = run.rows
         self.last: dict[int, dict[str, float]] = {}
         self.n_evals = 0
 
     # ------------------------------------------------------------------ main loop
 
-    def run(self) -> TrialResult:
+    def run(self) -> None:
         cfg = self.cfg
         step = 0
         t_loop = time.perf_counter()
@@ -158,18 +119,18 @@ class _Trial:
                     self._evaluate(step, final=step == cfg.steps)
                     if self.progress is not None:
                         self._report(step, t_loop)
-        except GrokrayError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a failed trial is a result, not a crash
-            msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        except Exception as exc:
+            # a user's mistake is raised by run_trial; any other error fails the active seeds
             for pos in self.active:
-                self._finish(pos, "failed", step, error=msg)
+                self._finish(pos, "failed", step, error=error_line(exc))
             self.active = []
+            if isinstance(exc, GrokrayError):
+                raise
         for pos in list(self.active):
             tr = self.detector.tracks.get(self.seeds[pos])
             grokked = tr is not None and tr.grok_step is not None
             self._finish(pos, "grokked" if grokked else "not_grokked", step)
-        return self._result()
+        self._summarize()
 
     def _train_step(self, step: int) -> torch.Tensor:
         cfg, model = self.cfg, self.model
@@ -181,19 +142,14 @@ class _Trial:
             a, b, y = self.a[idx], self.b[idx], self.y[idx]
         S = y.shape[0]
         chunk = self._chunk(TRAIN_LOGIT_BUDGET, S)
-        lam = lambda_alg(step, cfg.forge, cfg.steps) if self.has_aux else 0.0
+        lam = model.aux_weight(step, cfg.steps) if self.has_aux else 0.0
         names = list(model.params)
         ps = [model.params[k] for k in names]
         acc: list[torch.Tensor | None] = [None] * len(ps)
         total_sum = torch.zeros(S, device=self.device, dtype=self.dtype)
-        for n, total in enumerate(self._data_losses(a, b, y, chunk)):
+        for n, total in enumerate(model.data_losses(a, b, y, chunk)):
             if lam > 0.0 and n == 0:
-                if hasattr(model, "aux_loss"):  # the weighted sum, fused
-                    alg = model.aux_loss()
-                else:
-                    aux = model.aux_losses()
-                    alg = sum(model.aux_weights[k] * v for k, v in aux.items())
-                total = total + lam * alg
+                total = total + lam * model.aux_loss()
             gs = torch.autograd.grad(total.sum(), ps, allow_unused=True)
             acc = [g if s is None else s if g is None else s.add_(g)
                    for s, g in zip(acc, gs, strict=True)]
@@ -205,21 +161,6 @@ class _Trial:
             grads = self.filt(grads)
         self.opt.step(model.params, grads, lr_at(step, cfg.optim, cfg.steps))
         return total_sum
-
-    def _data_losses(self, a: torch.Tensor, b: torch.Tensor, y: torch.Tensor, chunk: int):
-        """The batch's mean cross-entropy per seed [S], as terms to differentiate one at a time
-        (so one chunk's graph is freed before the next is built: bounded memory, e.g. A7's
-        131072 x 2520 logits per seed): one term for a model with a fused `data_loss` (it loops
-        over the chunks itself), else one per chunk, weighted by its share of the batch."""
-        model = self.model
-        if hasattr(model, "data_loss"):
-            yield model.data_loss(a, b, y, chunk)
-            return
-        B = y.shape[1]
-        for i in range(0, B, chunk):
-            j = slice(i, i + chunk)
-            total = seed_cross_entropy(model.logits(a[:, j], b[:, j]), y[:, j])  # [S]
-            yield total if chunk >= B else total * (y[:, j].shape[1] / B)
 
     def _chunk(self, budget: int, S: int) -> int:
         """Pairs per chunk so that one logits tensor [S, chunk, n_out] holds <= budget elements
@@ -261,7 +202,7 @@ class _Trial:
         if self.has_aux:
             for k, val in model.aux_losses().items():
                 cols[f"loss_{k}"] = val
-            scalars["lambda_alg"] = lambda_alg(step, cfg.forge, cfg.steps)
+            scalars["lambda_alg"] = model.aux_weight(step, cfg.steps)
         if self.metric_names:
             cols.update(self._mechanism(pred, final))
         table = {k: v.detach().to("cpu", torch.float64).tolist() for k, v in cols.items()}
@@ -318,19 +259,16 @@ class _Trial:
         names = metrics_due(self.cfg.metrics, self.n_evals, final)
         if not names:
             return {}
-        task, embs = self.task, self.model.embeddings()
-        if "Ea" in embs and "Eb" in embs:
-            E = torch.cat([embs["Ea"], embs["Eb"]], -1)
-        else:
-            E = embs.get("E")
+        task = self.task
         n = task.n_in
         table = None
         if pred is not None and len(task) == n * n:
             table = torch.empty_like(pred)
             table[:, task.a * n + task.b] = pred
             table = table.view(-1, n, n)
-        inputs = MetricInputs(group=task.group, E=E, pred_table=table, model=self.model,
-                              pairs=(self.a_tr, self.b_tr))
+        inputs = MetricInputs(group=task.group, E=self.model.embedding(), pred_table=table,
+                              hooks=self.model.hooks(), pairs=(self.a_tr, self.b_tr),
+                              n_seeds=len(self.active))
         out = compute_eval_metrics(inputs, names)
         return {f"metric_{k}": v for k, v in out.items()}
 
@@ -340,7 +278,7 @@ class _Trial:
         seed = self.seeds[pos]
         tr = self.detector.tracks.get(seed)
         last = self.last.get(pos, {})
-        self.outcome[pos] = SeedResult(
+        self.trial.outcome[seed] = SeedResult(
             seed=seed, data_seed=self.cfg.seed_data_seed(seed), status=status, error=error,
             grok_step=tr.grok_step if tr else None,
             memorize_step=tr.memorize_step if tr else None,
@@ -375,25 +313,19 @@ class _Trial:
         self.progress(Progress(step, self.cfg.steps, len(self.seeds), len(self.active), grokked,
                                best, step / dt))
 
-    def _result(self) -> TrialResult:
+    def _summarize(self) -> None:
+        """Each seed's scalar summaries of its metric curves (grokray.metrics.mechanism)."""
         from grokray.metrics.mechanism import summarize
 
-        seeds = [self.outcome[p] for p in range(len(self.seeds))]
         if not self.rows:
-            curves = pd.DataFrame(columns=list(CURVE_COLUMNS))
-        else:
-            curves = pd.DataFrame(self.rows)
-            by_seed = {s.seed: s for s in seeds}
-            grok = {s.seed: s.grok_step for s in seeds}
-            for seed, summary in summarize(curves, grok).items():
-                if seed in by_seed:
-                    by_seed[seed].metrics.update(summary)
-        finished = datetime.now(timezone.utc)
-        return TrialResult(
-            config=self.cfg, n_params=self.n_params, device=str(self.device),
-            wall_s=time.perf_counter() - self.t0, started_at=self.started_at,
-            finished_at=finished, seeds=seeds, curves=curves, group_order=self.task.n_in,
-        )
+            return
+        import pandas as pd
+
+        out = self.trial.outcome
+        grok = {s: out[s].grok_step for s in self.seeds}
+        for seed, summary in summarize(pd.DataFrame(self.rows), grok).items():
+            if seed in out:
+                out[seed].metrics.update(summary)
 
 
 class _Batcher:
@@ -419,9 +351,3 @@ def _subsample(idx: torch.Tensor, m: int, seed: int, stream: int) -> torch.Tenso
     if len(idx) <= m:
         return idx
     return idx[torch.randperm(len(idx), generator=seed_generator(seed, stream))[:m]]
-
-
-def _weight_decay(cfg: TrialConfig, group: str) -> float:
-    f, wd = cfg.forge, cfg.optim.weight_decay
-    value = {"embed": f.wd_embed, "dad": f.wd_dad, "other": f.wd_other}.get(group)
-    return wd if value is None else value

@@ -14,7 +14,8 @@ Metric names (`EVAL_METRICS`; each produces the columns listed):
   `wedderburn_match` of `wedderburn_total` (= k^3) coefficients, `wedderburn_frac`, and the same
   over the true non-zero coefficients: `wedderburn_match_nz`, `wedderburn_total_nz`,
   `wedderburn_frac_nz` (on abelian groups almost all k^3 coefficients are 0, so use these).
-- `nfa`: the neural feature ansatz of the MLP (NaN for other archs): Pearson correlation of the
+- `nfa`: the neural feature ansatz of an embed-and-concat MLP (the model's `pair_mlp` hook; NaN
+  for a model without one): Pearson correlation of the
   NFM W1^T W1 over the one-hot input e_a (+) e_b with AGOP^(1/2) (`nfa_corr`) and with the AGOP
   itself (`nfa_corr_agop`), and with AGOP^(1/2) over off-diagonal entries only
   (`nfa_corr_offdiag`; the diagonal dominates both matrices), the AGOP taken at the seed's
@@ -77,9 +78,12 @@ class MetricInputs:
     None (e.g. a group too big to evaluate every pair): Wedderburn columns are NaN"""
     extra: dict[str, Tensor] = field(default_factory=dict)
     """further named tensors for metrics registered by other modules"""
-    model: Any | None = None
-    """the live seed-batched model (metrics that need its weights read `model.params`, stacked
-    over the same S seeds as E); None: those metrics give NaN"""
+    hooks: dict[str, Any] = field(default_factory=dict)
+    """the model's named views (grokray.models.protocol.Model.hooks), stacked over the same S
+    seeds as E: `pair_mlp` = {Ea, Eb, W1a, W1b, b1, W2, act} for an embed-and-concat MLP
+    (logits = act(Ea[a] W1a + Eb[b] W1b + b1) W2 + b2); a metric whose view is absent gives NaN"""
+    n_seeds: int | None = None
+    """S, when no tensor above carries it"""
     pairs: tuple[Tensor, Tensor] | None = None
     """(a, b) long [S, N]: each seed's training pairs, where `nfa` takes the AGOP; None: every
     pair of the n x n grid"""
@@ -89,10 +93,7 @@ def _n_seeds(x: MetricInputs) -> int | None:
     for t in (x.E, x.pred_table):
         if t is not None:
             return int(t.shape[0])
-    params = getattr(x.model, "params", None)
-    if params:
-        return int(next(iter(params.values())).shape[0])
-    return None
+    return x.n_seeds
 
 
 def _nan_columns(x: MetricInputs, columns: Iterable[str]) -> dict[str, Tensor]:
@@ -150,13 +151,11 @@ _NFA_COLUMNS = ("nfa_corr", "nfa_corr_agop", "nfa_corr_offdiag")
 
 def _nfa(x: MetricInputs) -> dict[str, Tensor]:
     """NFA of the embed-and-concat MLP from its per-element tables (grokray.metrics.agop)."""
-    from grokray.models.mlp import ACTS, MLP
-
-    model = x.model
-    act = next((name for name, fn in ACTS.items() if fn is getattr(model, "act", None)), None)
-    if not isinstance(model, MLP) or act is None:  # no first layer over one-hot pairs
+    view = x.hooks.get("pair_mlp")
+    if view is None:  # no first layer over one-hot pairs
         return _nan_columns(x, _NFA_COLUMNS)
-    P = {k: v.detach().double() for k, v in model.params.items()}
+    act = view["act"]
+    P = {k: v.detach().double() for k, v in view.items() if k != "act"}
     Ta = torch.bmm(P["Ea"], P["W1a"])  # [S, n, h]
     Tb = torch.bmm(P["Eb"], P["W1b"])  # [S, n, h]
     S, n = Ta.shape[:2]

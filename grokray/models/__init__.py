@@ -1,49 +1,31 @@
-"""Model families, seed-batched. `MODELS` maps an `arch` name to its class (imported lazily).
+"""Model families, seed-batched, and the helpers they share.
 
-The model interface (see docs/architecture.md, "Model interface"): a model holds S seeds at once,
+Each family is one file (mlp.py, forge.py, transformer.py, rfm.py) holding its model, its config
+section and its `FAMILY`, registered by one line in `registry.BUILTIN`
+(see docs/architecture.md, "Adding an architecture"). A gradient-trained model implements
+`protocol.Model`: the trainer and the metrics use nothing else. A model holds S seeds at once,
 every parameter stacked along a leading seed dimension, and is built as
 
     model = get_model(arch)(cfg, n_in, n_out, seeds, device, dtype)
-
-with
-    model.params: dict[str, Tensor]      # leaf tensors [S, ...], requires_grad
-    model.wd_groups: dict[str, str]      # param name -> "all" | "embed" | "dad" | "other"
-    model.logits(a, b) -> [S, B, n_out]  # a, b: LongTensor [S, B] (per seed) or [B] (shared)
-    model.aux_losses() -> dict[str, Tensor [S]]   # unweighted auxiliary losses ({} if none)
-    model.aux_weights: dict[str, float]  # relative weights (the trainer multiplies by lambda(t))
-    model.embeddings() -> dict[str, Tensor [S, n_in, d]]   # hook: learned element embeddings
-    model.activations(a, b) -> dict[str, Tensor [S, B, ...]]   # hook: named activations
-    model.select(keep)                   # keep the seeds at positions `keep` (LongTensor)
-    cls.count_params(cfg, n_in, n_out) -> int   # per seed, without building
-optional fused fast paths (models/fused.py; the trainer uses them when present):
-    model.data_loss(a, b, y, chunk) -> [S]   # = seed_cross_entropy(logits(a, b), y), with grad
-    model.aux_loss() -> [S]                  # = sum(w * L) over aux_losses(), with grad
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Sequence
 
 import torch
 
 from grokray.errors import ConfigError
-
-MODELS: dict[str, str] = {
-    "mlp": "grokray.models.mlp:MLP",
-    "forge": "grokray.models.forge:Forge",
-    "transformer": "grokray.models.transformer:Transformer",
-}
-"""arch name -> "module:Class" (RFM is not a gradient model: run_trial dispatches it)"""
+from grokray.models.registry import get_family
 
 
 def get_model(arch: str) -> type:
-    """The model class registered under `arch`."""
-    if arch not in MODELS:
-        raise ConfigError(f"unknown arch '{arch}' for a neural model; valid: {', '.join(MODELS)}")
-    module, name = MODELS[arch].split(":")
-    return getattr(importlib.import_module(module), name)
+    """The model class of the gradient-trained family `arch`."""
+    model = get_family(arch).model
+    if model is None:
+        raise ConfigError(f"arch {arch!r} is not a gradient-trained model (it has no model class)")
+    return model
 
 
 def seed_generator(seed: int, stream: int = 0, device: str | torch.device = "cpu"):

@@ -7,27 +7,30 @@ acts on per-element tables (T_a = E_a W1_a, T_b = E_b W1_b, each [n_in, h]) inst
 vectors: the same function, |G| x h work instead of B x 2d x h.
 
 Matched budget (`model.matched_budget`): h is chosen so the parameter count is the closest to
-that of the FORGE model with the same config (model.d, model.rank, forge.*).
+that of the FORGE model with the same config (model.d, model.rank, forge.*): such a trial reads
+the `forge` section too, and its identity covers it.
+
+Config: the shared `model` section (d, hidden, act, matched_budget, init_scale); no own section.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from grokray.config import TrialConfig
 from grokray.models import fan_in_bound, gather_rows, normal, select_params, stack_init, uniform
+from grokray.models.activations import ACTS
 from grokray.models.fused import Workspace, mlp_loss
+from grokray.models.protocol import NoAux, uniform_decay
+from grokray.models.registry import Family, get_family
+from grokray.trainer import train
 
-ACTS = {
-    "relu": torch.relu,
-    "gelu": torch.nn.functional.gelu,
-    "tanh": torch.tanh,
-    "silu": torch.nn.functional.silu,
-    "quadratic": torch.square,
-    "identity": lambda x: x,
-}
+if TYPE_CHECKING:  # pragma: no cover
+    from grokray.config import TrialConfig
+
+__all__ = ["ACTS", "FAMILY", "MLP", "hidden_width", "mlp_params"]
 
 
 def mlp_params(n_in: int, n_out: int, d: int, h: int) -> int:
@@ -39,15 +42,13 @@ def hidden_width(cfg: TrialConfig, n_in: int, n_out: int) -> int:
     """h from the config, or the matched-budget width (closest count to FORGE's, at least 1)."""
     if not cfg.model.matched_budget:
         return cfg.model.hidden
-    from grokray.models.forge import Forge
-
-    target = Forge.count_params(cfg, n_in, n_out)
+    target = get_family("forge").model.count_params(cfg, n_in, n_out)
     d = cfg.model.d
     h = round((target - 2 * n_in * d - n_out) / (2 * d + 1 + n_out))
     return max(1, h)
 
 
-class MLP:
+class MLP(NoAux):
     """Embed-and-concatenate MLP for S seeds; parameters stacked along dim 0."""
 
     def __init__(self, cfg: TrialConfig, n_in: int, n_out: int, seeds: Sequence[int],
@@ -55,6 +56,7 @@ class MLP:
         self.n_in, self.n_out = n_in, n_out
         d, h = cfg.model.d, hidden_width(cfg, n_in, n_out)
         self.d, self.h = d, h
+        self.act_name = cfg.model.act
         self.act = ACTS[cfg.model.act]
         s = cfg.model.init_scale
 
@@ -71,8 +73,6 @@ class MLP:
             }
 
         self.params = stack_init(seeds, draws, device, dtype)
-        self.wd_groups = {k: "all" for k in self.params}
-        self.aux_weights: dict[str, float] = {}
         self.ws = Workspace()
 
     @staticmethod
@@ -103,8 +103,23 @@ class MLP:
         p = self.params
         return mlp_loss(Ta, Tb, p["W2"], p["b2"], a, b, y, self.act, chunk, self.ws)
 
-    def aux_losses(self) -> dict[str, torch.Tensor]:
-        return {}
+    def data_losses(self, a: torch.Tensor, b: torch.Tensor, y: torch.Tensor,
+                    chunk: int) -> Iterator[torch.Tensor]:
+        """One fused term (it loops over the chunks itself)."""
+        yield self.data_loss(a, b, y, chunk)
+
+    def weight_decay(self, base: float) -> dict[str, float]:
+        return uniform_decay(self.params, base)
+
+    def embedding(self) -> torch.Tensor:
+        """[E_a, E_b] concatenated on the last axis, [S, n_in, 2d] (the spectrum sums both)."""
+        return torch.cat([self.params["Ea"], self.params["Eb"]], -1)
+
+    def hooks(self) -> dict[str, Any]:
+        """`pair_mlp`: the first layer over one-hot pairs, for the NFA metric."""
+        p = self.params
+        keys = ("Ea", "Eb", "W1a", "W1b", "b1", "W2")
+        return {"pair_mlp": {**{k: p[k] for k in keys}, "act": self.act_name}}
 
     def embeddings(self) -> dict[str, torch.Tensor]:
         """The two operand embeddings, [S, n_in, d] each (`E` is E_a)."""
@@ -116,3 +131,10 @@ class MLP:
 
     def select(self, keep: torch.Tensor) -> None:
         self.params = select_params(self.params, keep)
+
+
+def _reads(cfg: TrialConfig) -> tuple[str, ...]:
+    return ("forge",) if cfg.model.matched_budget else ()
+
+
+FAMILY = Family("mlp", model=MLP, train=train, extra=_reads)

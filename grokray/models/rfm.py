@@ -21,24 +21,60 @@ R is the costly part (n^2 c d flops when dense). For binary inputs (the one-hot 
 grokray task) R[:, c, a] = W[:, S_a] @ alpha[S_a, c] with S_a = {i : x_ia = 1}: a batched matmul
 over the d columns that costs n^2 c * (nonzeros per row), not n^2 c d.
 
-`run_rfm_trial(cfg)` is the trainer's entry point for arch == "rfm": one iteration is one step.
+`fit_trial(run)` is the family's trainer (grokray.trial runs it): one iteration is one step.
+Config: its own `rfm` section (`RFMConfig`, below) and the shared `metrics` thresholds.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from datetime import datetime, timezone
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from grokray.errors import ConfigError, GrokrayError
-from grokray.metrics.agop import psd_power
+from grokray.fields import choice, positive
+from grokray.metrics.agop import agop_alignment, psd_power
+from grokray.metrics.circulant import (
+    circulant_profile,
+    dlog_order,
+    feature_circulant_deviation,
+    has_circulant_structure,
+    op_block,
+)
+from grokray.metrics.grokking import GrokDetector
+from grokray.models.registry import Family
+from grokray.result import SeedResult
+from grokray.trial import error_line
+
+if TYPE_CHECKING:  # pragma: no cover
+    from grokray.trial import TrialRun
 
 KERNELS = ("gaussian", "laplace", "quadratic")
 BASELINES = ("none", "random_circulant")
+
+
+@dataclass
+class RFMConfig:
+    """Recursive Feature Machine (refined by the RFM work, issue 7). One step = one iteration."""
+
+    kernel: str = choice("gaussian", KERNELS)
+    """gaussian, laplace, or quadratic"""
+    bandwidth: float = 2.5
+    """kernel bandwidth L"""
+    ridge: float = 0.0
+    """ridge regularization of the kernel solve"""
+    iters: int = positive(25)
+    """RFM iterations"""
+    power: float = 0.5
+    """M <- AGOP^power"""
+    centering: bool = True
+    """center the Jacobians over the train points before the AGOP (the reference code does)"""
+    baseline: str = choice("none", BASELINES)
+    """none or random_circulant (a fixed random block-circulant M, no learning)"""
 
 # --------------------------------------------------------------------------------- kernels
 
@@ -317,8 +353,6 @@ def random_circulant_M(p: int, op: str, generator: torch.Generator) -> torch.Ten
     the square root of an AGOP. (The reference code draws v uniform and keeps the real part of
     sqrtm(M0), which likewise drops the negative half of each mode when |l| > 1.)
     """
-    from grokray.metrics.circulant import dlog_order, has_circulant_structure
-
     if not has_circulant_structure(op, p):
         raise ConfigError(f"random_circulant baseline needs op add/sub/mul/div on Z_p, got {op!r}")
     q = p if op in ("add", "sub") else p - 1
@@ -347,8 +381,8 @@ def random_circulant_M(p: int, op: str, generator: torch.Generator) -> torch.Ten
 # --------------------------------------------------------------------------------- trial
 
 
-def run_rfm_trial(cfg: Any) -> Any:
-    """Run an RFM trial (arch == "rfm") for every seed of cfg -> TrialResult.
+def fit_trial(run: TrialRun) -> None:
+    """RFM's trainer (`Family.train`): fit every seed of the trial `run` (grokray.trial).
 
     Step t of the curves is the kernel machine fitted with M_t (t AGOP updates; step 0 = M_0).
     Curve metrics: metric_circulant_dev (op tasks on Z_p), metric_agop_align (rho(M_t, M_final),
@@ -356,32 +390,21 @@ def run_rfm_trial(cfg: Any) -> Any:
     SeedResult.artifacts["M"] (a [2n, 2n] float64 array, in memory only); per-seed scalars in
     SeedResult.metrics (written as trials columns): iter_s, agop_align_first, circulant_dev and
     the dominant frequency of the final circulant profile (circ_top_freq, circ_top_freq_share).
-    n_params counts the dual coefficients and M.
+    n_params counts the dual coefficients and M. A seed whose solve or AGOP is not finite is
+    `diverged`, one that raises otherwise `failed`; the other seeds go on.
     """
-    import pandas as pd
-
-    from grokray.metrics.agop import agop_alignment
-    from grokray.metrics.circulant import feature_circulant_deviation, has_circulant_structure
-    from grokray.result import SeedResult, TrialResult
-    from grokray.tasks import make_task, split
-    from grokray.trainer import resolve_device
-
-    r = cfg.rfm
-    device = str(resolve_device(cfg.device))
-    started = datetime.now(timezone.utc)
-    t_start = time.perf_counter()
-    task = make_task(cfg.group, op=cfg.op)
+    cfg, task, r = run.cfg, run.task, run.cfg.rfm
+    device = str(run.device)
     p = int(task.n_in)
     X_all = one_hot_pairs(task.a, task.b, p)  # [N, 2p]
     Y_all = torch.nn.functional.one_hot(task.y, task.n_out).double()  # [N, n_out]
     circ_op = task.op if has_circulant_structure(task.op, p) else None
     baseline = r.baseline != "none"
-    seeds: list[SeedResult] = []
-    rows: list[dict[str, Any]] = []
-    for seed in cfg.seeds:
+    n_train = int(round(cfg.train_frac * len(task)))
+    run.n_params = n_train * int(task.n_out) + (2 * p) ** 2  # dual coefs + M
+    for seed, (tr, va) in zip(run.seeds, run.splits, strict=True):
         data_seed = cfg.seed_data_seed(seed)
         try:
-            tr, va = split(task, cfg.train_frac, data_seed)
             M_init = None
             if baseline:
                 g = torch.Generator().manual_seed(int(seed))
@@ -393,12 +416,12 @@ def run_rfm_trial(cfg: Any) -> Any:
         except GrokrayError:
             raise
         except (FloatingPointError, torch.linalg.LinAlgError) as exc:
-            seeds.append(SeedResult(seed=seed, data_seed=data_seed, status="diverged",
-                                    error=str(exc).splitlines()[0]))
+            run.outcome[seed] = SeedResult(seed=seed, data_seed=data_seed, status="diverged",
+                                           error=str(exc).splitlines()[0])
             continue
         except Exception as exc:  # noqa: BLE001 - a failed seed is recorded, not raised
-            seeds.append(SeedResult(seed=seed, data_seed=data_seed, status="failed",
-                                    error=f"{type(exc).__name__}: {exc}".splitlines()[0]))
+            run.outcome[seed] = SeedResult(seed=seed, data_seed=data_seed, status="failed",
+                                           error=error_line(exc))
             continue
         M_final = est.M_.cpu()
         seed_rows = []
@@ -410,26 +433,12 @@ def run_rfm_trial(cfg: Any) -> Any:
             if circ_op is not None:
                 row["metric_circulant_dev"] = feature_circulant_deviation(M_t, circ_op)
             seed_rows.append(row)
-        rows += seed_rows
-        seeds.append(_seed_result(cfg, seed, data_seed, seed_rows, M_final, circ_op))
-    from grokray.result import CURVE_COLUMNS
-
-    curves = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(CURVE_COLUMNS))
-    n_train = int(round(cfg.train_frac * len(task)))
-    return TrialResult(
-        config=cfg, n_params=n_train * int(task.n_out) + (2 * p) ** 2,  # dual coefs + M
-        device=device, wall_s=time.perf_counter() - t_start,
-        started_at=started, finished_at=datetime.now(timezone.utc), seeds=seeds,
-        curves=curves, group_order=p,
-    )
+        run.rows += seed_rows
+        run.outcome[seed] = _seed_result(cfg, seed, data_seed, seed_rows, M_final, circ_op)
 
 
 def _seed_result(cfg: Any, seed: int, data_seed: int, rows: list[dict[str, Any]],
                  M: torch.Tensor, circ_op: str | None) -> Any:
-    from grokray.metrics.circulant import circulant_profile, op_block
-    from grokray.metrics.grokking import GrokDetector
-    from grokray.result import SeedResult
-
     det = GrokDetector(cfg.metrics.grok_threshold, cfg.metrics.memorize_threshold, patience=0)
     for r in rows:
         track = det.update(seed, r["step"], r["train_acc"], r["val_acc"])
@@ -454,3 +463,6 @@ def _seed_result(cfg: Any, seed: int, data_seed: int, rows: list[dict[str, Any]]
                       memorize_step=memo, ungrok_step=ungrok, steps_run=int(last["step"]),
                       final=final, metrics=metrics,
                       artifacts={"M": M.numpy().astype(np.float64)})
+
+
+FAMILY = Family("rfm", train=fit_trial, section="rfm", config=RFMConfig, shared=("metrics",))

@@ -567,16 +567,12 @@ def group_problem(name: str) -> str | None:
 
 
 def arch_problem(arch: str) -> str | None:
-    """Why `arch` cannot run in this build (its model module is missing), or None.
+    """Why `arch` is not a registered model family (grokray.models.registry), or None."""
+    from grokray.models.registry import families
 
-    Checks the file, not an import: validating a spec must not load torch.
-    """
-    from pathlib import Path
-
-    models = Path(__file__).resolve().parent.parent / "models"
-    if not models.is_dir() or (models / f"{arch}.py").exists():
+    have = families()
+    if arch in have:
         return None
-    have = sorted(p.stem for p in models.glob("*.py") if not p.stem.startswith("_"))
     return f"architecture {arch!r} is not available in this build; available: {', '.join(have)}"
 
 

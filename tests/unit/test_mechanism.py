@@ -121,7 +121,8 @@ def test_nfa_matches_autograd_on_a_tiny_mlp(act):
     gen = torch.Generator().manual_seed(0)
     a = torch.randint(0, 5, (2, 12), generator=gen)
     b = torch.randint(0, 5, (2, 12), generator=gen)
-    out = compute_eval_metrics(MetricInputs(group=None, model=model, pairs=(a, b)), ["nfa"])
+    inputs = MetricInputs(group=None, hooks=model.hooks(), pairs=(a, b))
+    out = compute_eval_metrics(inputs, ["nfa"])
     assert set(out) == {"nfa_corr", "nfa_corr_agop", "nfa_corr_offdiag"}
     for s in range(2):
         corr, corr1, corr_off = _direct_nfa(model, s, a[s], b[s])
@@ -130,7 +131,7 @@ def test_nfa_matches_autograd_on_a_tiny_mlp(act):
         assert out["nfa_corr_offdiag"][s].item() == pytest.approx(corr_off, abs=1e-9)
         assert abs(corr) < 0.999  # an untrained net: a real correlation, not a degenerate 1
     # no pairs given: the AGOP over the whole 5 x 5 grid
-    grid = compute_eval_metrics(MetricInputs(group=None, model=model), ["nfa"])
+    grid = compute_eval_metrics(MetricInputs(group=None, hooks=model.hooks()), ["nfa"])
     g = torch.arange(5)
     corr = _direct_nfa(model, 1, g.repeat_interleave(5), g.repeat(5))[0]
     assert grid["nfa_corr"][1].item() == pytest.approx(corr, abs=1e-9)
@@ -139,7 +140,7 @@ def test_nfa_matches_autograd_on_a_tiny_mlp(act):
 def test_nfa_is_nan_for_other_archs():
     cfg = TrialConfig().with_overrides({"model.d": 4, "model.rank": 3, "forge.inv_hidden": 4})
     forge = Forge(cfg, 5, 5, [0, 1, 2])
-    out = compute_eval_metrics(MetricInputs(group=None, model=forge), ["nfa"])
+    out = compute_eval_metrics(MetricInputs(group=None, hooks=forge.hooks(), n_seeds=3), ["nfa"])
     assert out["nfa_corr"].shape == (3,) and out["nfa_corr"].isnan().all()
     none = compute_eval_metrics(MetricInputs(group=None, E=torch.zeros(2, 5, 3)), ["nfa"])
     assert none["nfa_corr_agop"].shape == (2,) and none["nfa_corr_agop"].isnan().all()

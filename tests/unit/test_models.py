@@ -1,10 +1,13 @@
+import dataclasses
+
 import pytest
 import torch
 
 from grokray.config import TrialConfig
-from grokray.models import MODELS, get_model
+from grokray.models import get_model
 from grokray.models.forge import Forge
 from grokray.models.mlp import MLP, mlp_params
+from grokray.models.registry import families
 
 torch.set_num_threads(1)  # tiny tensors: extra threads only contend on a shared CPU
 
@@ -19,7 +22,7 @@ def _count(params):
 
 
 def test_registry():
-    assert {"mlp", "forge", "transformer"} <= set(MODELS)
+    assert {"mlp", "forge", "transformer", "rfm"} <= set(families())
     assert get_model("mlp") is MLP and get_model("forge") is Forge
     with pytest.raises(Exception, match="unknown arch"):
         get_model("cnn")
@@ -35,7 +38,7 @@ def test_shapes_and_param_counts(arch):
     assert m.logits(a[0], a[1]).shape == (3, 4, 5)  # shared indices
     assert all(p.shape[0] == 3 for p in m.params.values())
     assert _count(m.params) == cls.count_params(cfg, 5, 5)
-    assert set(m.wd_groups) == set(m.params)
+    assert set(m.weight_decay(1.0)) == set(m.params)
     assert m.embeddings()["E"].shape[:2] == (3, 5)
 
 
@@ -179,12 +182,15 @@ def test_forge_sampled_losses_on_tables_equal_definitions():
         torch.testing.assert_close(got[k], v, rtol=1e-10, atol=0)
 
 
-def test_config_activation_names_are_the_models_activations():
-    # config.py lists them without importing torch; this keeps the two lists equal
-    from grokray.config import ACTIVATIONS
-    from grokray.models.mlp import ACTS
+def test_activation_names_are_one_list():
+    # one shared module: the config choices and every model use the same table
+    from grokray.config import ModelConfig
+    from grokray.models.activations import ACTIVATIONS, ACTS
+    from grokray.models.transformer import TransformerConfig
 
-    assert tuple(ACTS) == ACTIVATIONS
+    for section in (ModelConfig, TransformerConfig):
+        act = next(f for f in dataclasses.fields(section) if f.name == "act")
+        assert act.metadata["choices"] == ACTIVATIONS == tuple(ACTS)
 
 
 @pytest.mark.parametrize("n", [3, 7])

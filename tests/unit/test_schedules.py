@@ -2,7 +2,8 @@ import math
 
 import pytest
 
-from grokray.config import ForgeConfig, OptimConfig
+from grokray.config import OptimConfig
+from grokray.models.forge import ForgeConfig
 from grokray.optim.schedules import lambda_alg, lr_at
 
 

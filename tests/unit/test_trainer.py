@@ -7,6 +7,7 @@ from grokray.config import OptimConfig, TrialConfig
 from grokray.metrics.grokking import GrokDetector
 from grokray.optim.optimizers import SeedAdamW, SeedSGD
 from grokray.trainer import _Trial, run_trial
+from grokray.trial import TrialRun
 
 torch.set_num_threads(1)  # tiny tensors: extra threads only contend on a shared CPU
 
@@ -102,10 +103,12 @@ def test_sgd_equals_torch_per_seed():
 def test_nan_seed_diverges_others_continue():
     cfg = _cfg(arch="mlp")
     clean = run_trial(cfg)
-    t = _Trial(cfg, None)
+    run = TrialRun(cfg)
+    t = _Trial(run)
     with torch.no_grad():
         t.model.params["W2"][1] = math.nan
-    r = t.run()
+    t.run()
+    r = run.result()
     st = {s.seed: s for s in r.seeds}
     assert st[1].status == "diverged" and "non-finite" in st[1].error
     assert st[1].steps_run == 0
@@ -156,11 +159,12 @@ def test_failed_status_on_exception(monkeypatch):
     assert all(s.status == "failed" and s.error == "RuntimeError: kaboom" for s in r.seeds)
 
 
-def test_rfm_is_dispatched(monkeypatch):
-    import grokray.models.rfm as rfm
-
-    monkeypatch.setattr(rfm, "run_rfm_trial", lambda cfg: ("rfm", cfg.arch))
-    assert run_trial(TrialConfig(arch="rfm")) == ("rfm", "rfm")
+def test_rfm_runs_through_the_shared_runner():
+    r = run_trial(TrialConfig.from_dict({"arch": "rfm", "group": "Z5", "op": "add",
+                                         "rfm.iters": 1, "seeds": [0, 1], "device": "cpu"}))
+    assert [s.seed for s in r.seeds] == [0, 1] and r.device == "cpu" and r.group_order == 5
+    # round(0.5 * 25) = 12 dual rows x 5 classes, plus M [10, 10]
+    assert sorted(set(r.curves.step)) == [0, 1] and r.n_params == 12 * 5 + 100
 
 
 @pytest.mark.parametrize("arch", ["mlp", "forge"])

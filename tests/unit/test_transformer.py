@@ -41,7 +41,7 @@ def test_shapes_and_param_count(norm, attention):
     assert all(p.shape[0] == 3 and p.requires_grad for p in model.params.values())
     n = sum(p[0].numel() for p in model.params.values())
     assert n == Transformer.count_params(cfg, N, 7)
-    assert set(model.wd_groups) == set(model.params)
+    assert set(model.weight_decay(1.0)) == set(model.params)
     assert model.embeddings()["E"].shape == (3, N, 16)
     acts = model.activations(a, b)
     assert acts["resid_post.1"].shape == (3, N * N, 3, 16)

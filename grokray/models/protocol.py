@@ -1,0 +1,110 @@
+"""The model protocol: everything the gradient trainer and the metrics ask of a model family.
+
+A model holds S seeds at once, every parameter stacked along a leading seed dimension, and is
+built as `Family.model(cfg, n_in, n_out, seeds, device, dtype)`. The trainer and the metrics use
+only what is listed here: they never branch on the arch name, never probe with hasattr, and
+never read a family's own config section (the model reads it when it is built).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from torch import Tensor
+
+from grokray.models.ops import seed_cross_entropy
+
+
+class Model(Protocol):
+    """A seed-batched model (grokray/models/mlp.py is the smallest example)."""
+
+    params: dict[str, Tensor]
+    """leaf tensors [S, ...] with requires_grad"""
+    has_aux: bool
+    """whether the model has an auxiliary loss (then curves get `loss_<name>` and `lambda_alg`)"""
+
+    @staticmethod
+    def count_params(cfg: Any, n_in: int, n_out: int) -> int:
+        """Parameters per seed, without building the model."""
+        ...
+
+    def logits(self, a: Tensor, b: Tensor) -> Tensor:
+        """[S, B, n_out] for index batches a, b [S, B] (per seed) or [B] (shared)."""
+        ...
+
+    def data_losses(self, a: Tensor, b: Tensor, y: Tensor, chunk: int) -> Iterator[Tensor]:
+        """The batch's mean cross-entropy per seed [S], as terms the trainer differentiates one
+        at a time (one chunk's graph is freed before the next is built). A fused fast path
+        yields one term; `chunked_losses(self.logits, ...)` is the plain default."""
+        ...
+
+    def weight_decay(self, base: float) -> dict[str, float]:
+        """Weight decay per parameter name, given the optimizer's `weight_decay`."""
+        ...
+
+    def aux_weight(self, step: int, steps: int) -> float:
+        """Weight of the auxiliary loss at step `step` of `steps` (0.0: not computed)."""
+        ...
+
+    def aux_loss(self) -> Tensor:
+        """The weighted auxiliary loss per seed [S], with grad (what the weight multiplies)."""
+        ...
+
+    def aux_losses(self) -> dict[str, Tensor]:
+        """Unweighted auxiliary losses by name, [S] each, for the curves ({} if none)."""
+        ...
+
+    def embedding(self) -> Tensor | None:
+        """The canonical group-indexed embedding for metrics [S, n_in, d] (row x = element x),
+        or None when the model has none."""
+        ...
+
+    def hooks(self) -> dict[str, Any]:
+        """Named views for metrics (e.g. `pair_mlp`: the first layer over one-hot pairs)."""
+        ...
+
+    def embeddings(self) -> dict[str, Tensor]:
+        """Hook: the learned tables by name, [S, n, d] each."""
+        ...
+
+    def activations(self, a: Tensor, b: Tensor) -> dict[str, Tensor]:
+        """Hook: named activations [S, B, ...] for index batches a, b."""
+        ...
+
+    def select(self, keep: Tensor) -> None:
+        """Keep only the seeds at positions `keep` (LongTensor)."""
+        ...
+
+
+def chunked_losses(logits: Any, a: Tensor, b: Tensor, y: Tensor, chunk: int) -> Iterator[Tensor]:
+    """The plain data loss: one `seed_cross_entropy` term per chunk of pairs, weighted by its
+    share of the batch (one term, unweighted, when the batch fits in one chunk)."""
+    B = y.shape[1]
+    for i in range(0, B, chunk):
+        j = slice(i, i + chunk)
+        total = seed_cross_entropy(logits(a[:, j], b[:, j]), y[:, j])  # [S]
+        yield total if chunk >= B else total * (y[:, j].shape[1] / B)
+
+
+class NoAux:
+    """Mixin for a model without an auxiliary loss."""
+
+    has_aux = False
+
+    def aux_weight(self, step: int, steps: int) -> float:
+        return 0.0
+
+    def aux_loss(self) -> Tensor:
+        raise RuntimeError("this model has no auxiliary loss")
+
+    def aux_losses(self) -> dict[str, Tensor]:
+        return {}
+
+
+def uniform_decay(params: dict[str, Tensor], base: float) -> dict[str, float]:
+    """The same weight decay on every parameter."""
+    return {k: base for k in params}
+
+
+__all__ = ["Model", "NoAux", "chunked_losses", "uniform_decay"]

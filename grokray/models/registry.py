@@ -1,0 +1,97 @@
+"""The model-family registry: arch name -> `Family` (its model or trainer, and its config section).
+
+A family is declared beside its model, at the end of its own file:
+
+    FAMILY = Family("forge", model=Forge, train=train_gradient, section="forge",
+                    config=ForgeConfig)
+
+and registered by one line in `BUILTIN` (arch name -> module, imported on first use), or at
+run time by `register(FAMILY)` (e.g. a family defined in a test or a notebook). The config reads
+each registered family's section (`forge.lambda_alg`), and a trial's identity covers only the
+sections its family reads (`Family.reads`): common fields, the shared sections it names, its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from grokray.errors import ConfigError
+
+BUILTIN: dict[str, str] = {
+    "mlp": "grokray.models.mlp",
+    "forge": "grokray.models.forge",
+    "transformer": "grokray.models.transformer",
+    "rfm": "grokray.models.rfm",
+}
+"""arch name -> module that defines `FAMILY` (one line per built-in family)"""
+
+SHARED = ("model", "optim", "grokfast", "metrics")
+"""the shared config sections (declared in grokray.config); a family names those it reads"""
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family: how its trials train, and which config it reads."""
+
+    name: str
+    """the arch name (`arch: forge`)"""
+    train: Callable[[Any], None]
+    """trains one trial: fn(run: grokray.trial.TrialRun), recording each seed's outcome and
+    curve rows in `run` (grokray.trainer.train for gradient-trained models)"""
+    model: type | None = None
+    """the seed-batched model class (grokray.models.protocol.Model) for gradient training"""
+    section: str | None = None
+    """the key of its own config section (`forge`), or None"""
+    config: type | None = None
+    """the dataclass of that section (a docstring per field; choices/bounds as field metadata)"""
+    shared: tuple[str, ...] = SHARED
+    """the shared sections its trials read"""
+    extra: Callable[[Any], tuple[str, ...]] | None = None
+    """further sections a config of this family reads, by config (e.g. the MLP's matched
+    budget reads `forge`); None: none"""
+
+    def reads(self, cfg: Any) -> tuple[str, ...]:
+        """Every section a trial of this family reads (its identity covers exactly these)."""
+        own = (self.section,) if self.section else ()
+        more = self.extra(cfg) if self.extra is not None else ()
+        return tuple(dict.fromkeys((*self.shared, *own, *more)))
+
+
+_FAMILIES: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Add (or replace) a family; its section becomes a config section. Returns it."""
+    if family.section is not None and family.config is None:
+        raise ValueError(f"family {family.name!r}: section {family.section!r} needs its config")
+    _FAMILIES[family.name] = family
+    return family
+
+
+def _load_builtins() -> None:
+    for name, module in BUILTIN.items():
+        if name not in _FAMILIES:
+            register(importlib.import_module(module).FAMILY)
+
+
+def families() -> dict[str, Family]:
+    """Every registered family, the built-ins first."""
+    _load_builtins()
+    return dict(_FAMILIES)
+
+
+def get_family(arch: str) -> Family:
+    """The family registered under `arch`; ConfigError listing the valid names otherwise."""
+    if arch not in _FAMILIES:
+        _load_builtins()
+    if arch not in _FAMILIES:
+        raise ConfigError(f"unknown arch {arch!r}; valid: {', '.join(families())}")
+    return _FAMILIES[arch]
+
+
+def sections() -> dict[str, type]:
+    """Family section key -> its dataclass, for every registered family that has one."""
+    return {f.section: f.config for f in families().values() if f.section and f.config}
