@@ -88,14 +88,17 @@ def main(args: argparse.Namespace) -> int:
 
     display = Display(plan.n_todo_trials, plan.todo_seed_steps, title=spec.name,
                       live=False if args.plain else None)
+    logs = ""
     try:
         with display:
             writer = run_plan(plan, backend, display)
     finally:
+        if not args.local:
+            logs = _ray_logs_dir()  # asked while still connected: Ray's temp dir may be anywhere
         if hasattr(backend, "shutdown"):
             backend.shutdown()
     failed = sum(o.error is not None for o in writer.outcomes)
-    logs = "" if args.local else "; Ray's logs: /tmp/ray/session_latest/logs"
+    logs = f"; Ray's logs: {logs}" if logs else ""
     print(f"sweep {spec.name}: {len(writer.outcomes)} trials written to {spec.sweep_dir} "
           f"(run {plan.run_id}); {failed} failed{logs}", flush=True)
     if args.summary:
@@ -125,6 +128,18 @@ def _backend(args: argparse.Namespace, plan):  # noqa: ANN001, ANN202
         num_cpus=args.num_cpus, search=spec.search, prior=plan.prior,
         num_samples=plan.n_search_new,
     )
+
+
+def _ray_logs_dir() -> str:
+    """This Ray session's log directory on this node (the head, for a job), or "" if unknown."""
+    import os
+
+    import ray
+
+    if not ray.is_initialized():
+        return ""
+    ctx = ray.get_runtime_context()
+    return os.path.join(ctx.get_temp_dir(), ctx.get_session_name(), "logs")
 
 
 def _summary(sweep_dir: str) -> int:

@@ -3,6 +3,7 @@ and a raising trial. One Ray session for the module."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pandas as pd
@@ -52,7 +53,10 @@ def test_smoke_tables_resume_and_new_axis_value(tmp_path, capsys):
     assert trials["ray_version"].notna().all()
     first = _files(out, "trials")
 
-    capsys.readouterr()
+    # the log path printed is this session's, wherever Ray's temp dir is (not session_latest)
+    node = ray._private.worker.global_worker.node
+    logs = capsys.readouterr().out.rsplit("Ray's logs: ", 1)[1].split("\n", 1)[0]
+    assert logs == node.get_logs_dir_path() and os.path.isdir(logs)
     assert cli_main(["sweep", str(spec), "--plain"]) == 0  # nothing missing: nothing runs
     assert "nothing to run" in capsys.readouterr().out
     assert _files(out, "trials") == first

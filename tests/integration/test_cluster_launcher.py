@@ -1,0 +1,180 @@
+"""The cluster path for real, on this machine: `ray up` with cluster.onprem.yaml (a head at
+127.0.0.1 and a worker at 127.0.0.2, both reached over SSH), `ray job submit` of the smoke sweep,
+the Parquet rows and where the trials ran, `grokray status`, `ray down`.
+
+Slow and opt-in (--runslow); skipped unless sshd, rsync and key login to 127.0.0.1 are available
+(`scripts/loopback_cluster.sh prepare` sets them up). sshd runs in its own PID namespace
+(`scripts/loopback_cluster.sh sshd-start`), so the `ray stop` that `ray down` runs sees only this
+cluster's processes, never another Ray on the machine; killing the namespace at the end leaves
+nothing running. The config is the shipped file with only its CHANGE-marked settings replaced
+(a unique cluster name, temp dirs under a fresh directory, this venv)."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "loopback_cluster.sh"
+KEY = Path(os.environ.get("GROKRAY_SSH_KEY", "~/.ssh/grokray_cluster")).expanduser()
+BIN = Path(sys.prefix) / "bin"
+DASHBOARD = "http://127.0.0.1:8265"
+WORKER_IP = "127.0.0.2"
+
+pytestmark = pytest.mark.slow
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex((host, port)) != 0
+
+
+def _missing() -> str | None:
+    """Why this machine cannot run the test, or None."""
+    if not (shutil.which("sshd") or os.path.exists("/usr/sbin/sshd")):
+        return "no sshd (scripts/loopback_cluster.sh prepare installs it)"
+    for tool in ("rsync", "unshare", "ssh"):
+        if not shutil.which(tool):
+            return f"no {tool} (scripts/loopback_cluster.sh prepare installs it)"
+    if not KEY.exists():
+        return f"no SSH key {KEY} (scripts/loopback_cluster.sh prepare makes it)"
+    if not (Path.home() / ".ray" / "auth_token").exists():
+        return "no ~/.ray/auth_token (ray get-auth-token --generate)"
+    for host, port in (("127.0.0.1", 22), (WORKER_IP, 22), ("127.0.0.1", 8265),
+                       ("127.0.0.1", 6390)):
+        if not _port_free(host, port):
+            return f"{host}:{port} is in use (another sshd or cluster)"
+    return None
+
+
+def _run(args, env, timeout, check=True) -> subprocess.CompletedProcess:
+    p = subprocess.run(args, env=env, timeout=timeout, capture_output=True, text=True,
+                       cwd=ROOT)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, args))} -> {p.returncode}\n"
+                             f"{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
+    return p
+
+
+def _config(base: Path) -> Path:
+    """cluster.onprem.yaml with its CHANGE-marked settings set for this run."""
+    text = (ROOT / "cluster.onprem.yaml").read_text()
+    text = text.replace("/tmp/grokray-ray/", f"{base}/").replace("~/grokray-venv", sys.prefix)
+    cfg = yaml.safe_load(text)
+    cfg["cluster_name"] = f"grokray-test-{os.getpid()}"
+    cfg["auth"]["ssh_private_key"] = str(KEY)
+    cfg["auth"]["ssh_user"] = subprocess.check_output(["id", "-un"], text=True).strip()
+    path = base / "cluster.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def _alive_nodes(env) -> list[str]:
+    p = _run([BIN / "ray", "list", "nodes", "--address", DASHBOARD, "--format", "json"],
+             env, 60, check=False)
+    if p.returncode != 0:
+        return []
+    return sorted(n["node_ip"] for n in json.loads(p.stdout) if n["state"] == "ALIVE")
+
+
+def _processes_under(path: str) -> list[str]:
+    """Command lines of live processes that mention path (this cluster's temp dirs)."""
+    found = []
+    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            args = Path(cmdline).read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if path in args and "pytest" not in args:
+            found.append(args[:200])
+    return found
+
+
+def test_ray_up_job_submit_status_down():
+    why = _missing()
+    if why:
+        pytest.skip(why)
+    # short paths: Ray's unix sockets live under the temp dir (108-byte limit)
+    base = Path(tempfile.mkdtemp(prefix="grc-", dir="/tmp"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env.update(RAY_AUTH_MODE="token", PATH=f"{BIN}:{env.get('PATH', '')}",
+               GROKRAY_CLUSTER_STATE=str(base / "sshd"), GROKRAY_VENV=sys.prefix,
+               GROKRAY_SSH_KEY=str(KEY))
+    env.pop("PYTHONPATH", None)  # the job carries its own code (--working-dir)
+    out = base / "results"
+    cfg, left = None, []
+    took, t0 = {}, time.monotonic()
+
+    def lap(step):  # the step timings, printed (pytest -s) for docs/cluster.md
+        nonlocal t0
+        took[step] = time.monotonic() - t0
+        t0 = time.monotonic()
+    try:
+        if _run(["bash", SCRIPT, "sshd-start"], env, 60, check=False).returncode != 0:
+            pytest.skip("sshd did not start on 127.0.0.1:22 and 127.0.0.2:22")
+        if _run(["bash", SCRIPT, "check"], env, 30, check=False).returncode != 0:
+            pytest.skip("no key login to 127.0.0.1 (scripts/loopback_cluster.sh prepare)")
+        cfg = _config(base)
+
+        # 1. ray up: the head here; its autoscaler (v1) starts the worker over SSH
+        lap("sshd")
+        _run([BIN / "ray", "up", "-y", "--no-config-cache", cfg], env, 300)
+        lap("ray up")
+        deadline = time.monotonic() + 240
+        while len(nodes := _alive_nodes(env)) < 2 and time.monotonic() < deadline:
+            time.sleep(3)
+        assert len(nodes) == 2 and WORKER_IP in nodes, nodes
+        lap("worker joined")
+
+        # 2. the sweep as a Ray job; the driver on the head, trials on both nodes
+        job = _run([BIN / "ray", "job", "submit", "--address", DASHBOARD,
+                    "--working-dir", ROOT, "--", "grokray", "sweep", "sweeps/smoke.yaml",
+                    "--address", "auto", "--out", out, "--plain"], env, 600)
+        assert "succeeded" in job.stdout + job.stderr
+        lap("job")
+        # the printed log path is the head's session under its own temp dir
+        assert f"Ray's logs: {base}/head/session_" in job.stdout
+
+        # 3. complete Parquet rows, written once, from trials on both nodes
+        files = (out / "smoke" / "trials").glob("*.parquet")
+        trials = pd.concat(pd.read_parquet(p) for p in files)
+        assert len(trials) == 12  # 3 groups x 2 archs x 2 seeds
+        assert trials.groupby(["config_hash", "seed"]).size().max() == 1
+        assert set(trials["status"]) <= {"grokked", "not_grokked", "diverged"}
+        assert (trials.loc[trials["arch"] == "forge", "status"] == "grokked").all()
+        (state,) = glob.glob(str(out / "smoke" / "_ray" / "*" / "experiment_state-*.json"))
+        trial_data = json.loads(Path(state).read_text())["trial_data"]
+        ran_on = [json.loads(runtime)["last_result"]["node_ip"] for _, runtime in trial_data]
+        assert len(ran_on) == 6 and set(ran_on) == set(nodes), ran_on
+
+        # 4. grokray status on that directory
+        status = _run([BIN / "grokray", "status", out / "smoke"], env | {"PYTHONPATH": str(ROOT)},
+                      120)
+        assert "12 seed-rows of 12 planned, 0 pending" in status.stdout
+
+        # 5. ray down
+        _run([BIN / "ray", "down", "-y", cfg], env, 180)
+        lap("ray down")
+    finally:
+        _run(["bash", SCRIPT, "sshd-stop"], env, 60, check=False)
+        if cfg is not None:
+            deadline = time.monotonic() + 30
+            while (left := _processes_under(str(base))) and time.monotonic() < deadline:
+                time.sleep(1)
+        shutil.rmtree(base, ignore_errors=True)
+        for f in glob.glob(f"/tmp/ray/cluster-grokray-test-{os.getpid()}.*"):
+            os.remove(f)  # the launcher's state and lock files of this test's cluster
+    print("step seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in took.items()))
+    assert not left, left  # nothing of this cluster is left running
