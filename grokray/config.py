@@ -25,6 +25,7 @@ from grokray.errors import ConfigError
 from grokray.fields import at_least, choice, positive
 from grokray.models import registry
 from grokray.models.activations import ACTIVATIONS
+from grokray.tasks import canonical_names
 
 # ----------------------------------------------------------------------------------- sections
 
@@ -249,18 +250,28 @@ class TrialConfig:
     # ------------------------------------------------------------------ identity
 
     def canonical(self) -> dict[str, Any]:
-        """The config as a dict without the non-identity fields (seeds, label)."""
+        """The effective config: the common fields without the non-identity ones (seeds,
+        label) and only the sections its family reads (`Family.reads`: an MLP's identity does
+        not see forge.* or rfm.*). Group and op are already canonical (`S4`, `add`)."""
+        reads = set(registry.get_family(self.arch).reads(self))
         d = self.to_dict()
         for k in NON_IDENTITY:
             d.pop(k, None)
+        for k in SECTIONS:
+            if k not in reads:
+                d.pop(k, None)
         return d
 
     def canonical_json(self) -> str:
-        """Canonical JSON: sorted keys, no whitespace, seeds and label excluded."""
+        """Canonical JSON of `canonical()`: sorted keys, no whitespace (the trials table's
+        config_json)."""
         return json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
 
     def config_hash(self) -> str:
-        """16 hex chars of SHA-256 of the canonical JSON; the row identity is (hash, seed)."""
+        """16 hex chars of SHA-256 of the canonical JSON; the row identity is (hash, seed).
+
+        One effective config, one hash, however it is spelled (schema v2; v1 hashed every
+        section and the group/op as written: see docs/sweeps.md)."""
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
 
     def flat(self) -> dict[str, Any]:
@@ -292,6 +303,7 @@ class TrialConfig:
         return int(seed if self.data_seed is None else self.data_seed)
 
     def __post_init__(self) -> None:
+        self.group, self.op = canonical_names(self.group, self.op)
         _validate(self)
 
 

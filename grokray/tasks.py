@@ -106,6 +106,21 @@ def make_task(group: str | Group, op: str | None = None) -> Task:
     return Task(f"Z{p}:{key}", key, t(a), t(b), t(y.astype(np.int64)), p, p, G, p)
 
 
+def canonical_names(group: str, op: str | None) -> tuple[str, str]:
+    """(group, op) as the library spells them: `s4` -> S4, `C5` -> Z5, `x+y` -> add, and the
+    composition (`group`, `compose`, omitted) -> group. A name that does not parse is returned
+    as given (make_task and the spec checks report it)."""
+    try:
+        group = parse(str(group), cap=10**12).name  # the order cap is checked when built
+    except GroupError:
+        pass
+    try:
+        key = _op_key(op)
+    except ConfigError:
+        return group, str(op)
+    return group, "group" if key == COMPOSE else key
+
+
 def split(task: Task, train_frac: float, data_seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Disjoint (train_idx, val_idx), sorted LongTensors; round(train_frac * N) train examples,
     at least one of each. Deterministic from data_seed via NumPy PCG64 (see module doc)."""

@@ -33,6 +33,8 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from grokray.errors import SchemaError
+from grokray.schema import CONFIG_JSON_COLUMN as CONFIG_JSON
+from grokray.schema import SCHEMA_VERSION
 
 TRIALS = "trials"
 CURVES = "curves"
@@ -210,17 +212,22 @@ class Manifest:
 
     @classmethod
     def load(cls, out_dir: str | os.PathLike) -> Manifest:
-        """Read the identity columns of every trials file in `out_dir`."""
+        """Read the identity columns of every trials file in `out_dir` (v1 rows: their v2
+        identity, `current_identity`)."""
         loc = Location.of(out_dir)
         frames = []
         for info in loc.listdir(TRIALS):
             if _file_key(info.base_name) is None:
                 continue
             try:
-                df = loc.read_table(info.path, ID_COLUMNS)
+                df = loc.read_table(info.path, [*ID_COLUMNS, "schema_version"])
+                if (df["schema_version"] < SCHEMA_VERSION).any():
+                    df = loc.read_table(info.path, [*ID_COLUMNS, "schema_version", CONFIG_JSON])
+                    df["config_hash"] = current_identity(df)
             except Exception as exc:  # pyarrow raises several types for a bad file
                 msg = f"cannot read {info.path}: {type(exc).__name__}: {exc}"
                 raise SchemaError(msg) from None
+            df = df[ID_COLUMNS].copy()
             df["file"] = info.base_name
             frames.append(df)
         if not frames:
@@ -270,7 +277,7 @@ def repair(out_dir: str | os.PathLike) -> dict[str, int]:
             if not loc.exists(sub, fname):
                 continue
             df = loc.read_table(path)
-            ids = zip(df["config_hash"], df["seed"], strict=True)
+            ids = zip(current_identity(df), df["seed"], strict=True)
             keep = [(h, int(s)) not in drop for h, s in ids]
             if all(keep):
                 continue
@@ -279,6 +286,25 @@ def repair(out_dir: str | os.PathLike) -> dict[str, int]:
             else:
                 loc.fs.delete_file(path)
     return removed
+
+
+def current_identity(df: pd.DataFrame) -> list[str]:
+    """The config_hash of each row under the current schema: as stored for v2 rows; for v1
+    rows recomputed from their stored config (config_json holds every v1 section, so the
+    effective config is rebuilt exactly). A v1 dir is read, resumed and repaired in place:
+    no v1 file is rewritten and no finished v1 row runs again."""
+    from grokray.config import TrialConfig
+
+    out, cache = [], {}
+    for h, v, cj in zip(df["config_hash"], df["schema_version"],
+                        df[CONFIG_JSON] if CONFIG_JSON in df else [None] * len(df), strict=True):
+        if int(v) >= SCHEMA_VERSION or cj is None:
+            out.append(h)
+            continue
+        if cj not in cache:
+            cache[cj] = TrialConfig.from_dict(json.loads(cj)).config_hash()
+        out.append(cache[cj])
+    return out
 
 
 def read_trials(out_dir: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:

@@ -84,7 +84,10 @@ def test_the_toy_family_is_a_config_section_and_an_identity():
     assert cfg.bilinear.d == 8
     with pytest.raises(Exception, match="bilinear.d must be > 0"):
         TrialConfig.from_dict({"arch": "bilinear", "bilinear.d": 0})
+    # a bilinear trial reads its own section; an MLP's identity ignores it
     assert cfg.config_hash() != cfg.with_overrides({"bilinear.d": 9}).config_hash()
+    mlp = TrialConfig.from_dict({"arch": "mlp"})
+    assert mlp.config_hash() == mlp.with_overrides({"bilinear.d": 9}).config_hash()
 
 
 def test_grokray_run_trains_the_toy_family(tmp_path, capsys):
