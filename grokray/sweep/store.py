@@ -221,8 +221,8 @@ class Manifest:
                 continue
             try:
                 df = loc.read_table(info.path, [*ID_COLUMNS, "schema_version"])
-                if (df["schema_version"] < SCHEMA_VERSION).any():
-                    df = loc.read_table(info.path, [*ID_COLUMNS, "schema_version", CONFIG_JSON])
+                if (df["schema_version"] < SCHEMA_VERSION).any():  # v1 rows: read config_json
+                    df = loc.read_table(info.path)
                     df["config_hash"] = current_identity(df)
             except Exception as exc:  # pyarrow raises several types for a bad file
                 msg = f"cannot read {info.path}: {type(exc).__name__}: {exc}"

@@ -28,6 +28,7 @@ from grokray.metrics.spectra import fourier_mass, n_key_modes, top_mode
 from grokray.models import get_model
 from grokray.result import TrialResult
 from grokray.trainer import _Trial, run_trial
+from grokray.trial import TrialRun
 
 P, TRAIN_FRAC, STEPS, EVAL_EVERY, LR, D = 59, 0.5, 1500, 25, 3e-3, 64
 SEEDS = [0, 1, 2]
@@ -99,8 +100,10 @@ def test_grokked_embeddings_have_few_key_frequencies(capsys):
     torch.set_num_threads(1)
     try:
         init = get_model("transformer")(cfg, P, P, SEEDS).embeddings()["E"].detach()
-        trial = _Trial(cfg, None)  # the trainer's own loop, kept to read the trained weights
-        res = trial.run()
+        run = TrialRun(cfg)
+        trial = _Trial(run)  # the trainer's own loop, kept to read the trained weights
+        trial.run()
+        res = run.result()
     finally:
         torch.set_num_threads(threads)
     E = trial.model.embeddings()["E"].detach()  # [S, p, d]
