@@ -42,7 +42,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     _common(s)
     s.add_argument("--arms", nargs="+", metavar="ARM", help="arms to fit (default: all)")
     s.add_argument("--by", default="arm", help="column to split fits by (default arm)")
-    s.add_argument("--medians", action="store_true", help="fit per-group medians, not per-seed")
+    s.add_argument("--method", choices=("aft", "ols", "both"), default="aft",
+                   help="aft: censored log-normal regression over every run (default); ols: "
+                        "OLS on grokked runs only, with R^2 (the paper's fit); both")
+    s.add_argument("--medians", action="store_true",
+                   help="with --method ols: fit per-group medians, not per-seed runs")
     s.add_argument("--compare", nargs=2, metavar=("A", "B"),
                    help="test whether alpha differs between two arms (interaction term)")
     _boot(s)
@@ -63,7 +67,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--arms", nargs="+", metavar="ARM", help="arms to show (default: all)")
     s.add_argument("--by", default="group", help="row grouping column (default group)")
     s.add_argument("--long", action="store_true", help="one row per (group, arm)")
-    _boot(s)
 
     s = sub.add_parser("phase", help="capacity-lift phase diagram over rank R and width d")
     _common(s)
@@ -95,14 +98,14 @@ def _compute(args: argparse.Namespace):
     trials = select(sweep.trials, where)
     a = args.analysis
     if a == "scaling":
-        from analysis.powerlaw import compare_alpha, scaling
+        from analysis.powerlaw import scaling
         from analysis.tables import scaling_tables
 
-        res = scaling(trials, arms=args.arms, by=args.by, medians=args.medians,
-                      n_boot=args.bootstrap, seed=args.seed)
-        cmp = (compare_alpha(trials, *args.compare, by=args.by, medians=args.medians)
-               if args.compare else None)
-        return res, scaling_tables(res, cmp)
+        methods = ("aft", "ols") if args.method == "both" else (args.method,)
+        res = scaling(trials, arms=args.arms, by=args.by, methods=methods,
+                      medians=args.medians, n_boot=args.bootstrap, seed=args.seed,
+                      compare=tuple(args.compare) if args.compare else None)
+        return res, scaling_tables(res)
     if a == "signtest":
         from analysis.signtest import sign_test
 
@@ -112,8 +115,7 @@ def _compute(args: argparse.Namespace):
         from analysis.speedup import speedup_table
         from analysis.tables import speedup_tables
 
-        res = speedup_table(trials, args.baseline, arms=args.arms, by=args.by,
-                            n_boot=args.bootstrap, seed=args.seed)
+        res = speedup_table(trials, args.baseline, arms=args.arms, by=args.by)
         return res, speedup_tables(res, wide=not args.long and args.format in ("md", "tex"))
     elif a == "phase":
         from analysis.phase import phase_diagram

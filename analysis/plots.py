@@ -31,20 +31,61 @@ def _save(fig, path: str | Path) -> Path:
     return path
 
 
+def _log_ticks(ax, axis: str = "both") -> None:
+    """Plain-number ticks at 1, 2, 5 x 10^k on log axes (no 10^2.3-style labels)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    fmt = FuncFormatter(lambda v, _: f"{v:g}")
+    for name in ("x", "y") if axis == "both" else (axis,):
+        a = getattr(ax, f"{name}axis")
+        lo, hi = sorted(getattr(ax, f"get_{name}lim")())
+        narrow = lo > 0 and hi / lo < 12  # under a decade: label every 1..9 x 10^k
+        subs = tuple(float(i) for i in range(1, 10)) if narrow else (1.0, 2.0, 5.0)
+        a.set_major_locator(LogLocator(base=10, subs=subs))
+        a.set_major_formatter(fmt)
+        a.set_minor_formatter(NullFormatter())
+
+
 def plot_scaling(res: ScalingResult, path: str | Path) -> Path:
-    """Log-log scatter of grok step vs |G| per arm, with the fitted line and its 95% band."""
-    fig, ax = _figure()
-    for i, (f, band) in enumerate(zip(res.fits, res.bands, strict=True)):
-        color = f"C{i}"
-        ax.scatter(f.order, f.step, s=14, alpha=0.7, color=color)
-        label = f"{f.arm}: {f.c:.3g}·|G|^{f.alpha:.3f} (R²={f.r2:.2f})"
-        ax.plot(band.order, band.fit, color=color, label=label)
-        ax.fill_between(band.order, band.lo, band.hi, color=color, alpha=0.2)
+    """Log-log grok step vs |G| per arm: grokked runs filled, censored runs as open triangles at
+    their budget (their grok step is larger), the fitted median line and its 95% band."""
+    from matplotlib.lines import Line2D
+
+    fig, ax = _figure(7.0, 5.0)
+    arms = list(dict.fromkeys(f.arm for f in res.fits))
+    drawn = set()
+    for f, band in zip(res.fits, res.bands, strict=True):
+        color = f"C{arms.index(f.arm)}"
+        if f.arm not in drawn:
+            drawn.add(f.arm)
+            ax.scatter(f.order, f.step, s=16, alpha=0.8, color=color,
+                       label=f"{f.arm}: grokked ({f.n_grokked})")
+            if f.cens_order:
+                ax.scatter(f.cens_order, f.cens_step, s=36, marker="^", facecolors="none",
+                           edgecolors=color, label=f"{f.arm}: censored at budget "
+                                                  f"({f.n_censored})")
+        if band is None:
+            continue
+        ls = "-" if f.method == "aft" else "--"
+        kind = "censored AFT" if f.method == "aft" else f"OLS grokked only, R²={f.r2:.2f}"
+        ax.plot(band.order, band.fit, color=color, ls=ls,
+                label=f"{f.arm} {kind}: {f.c:.3g}·|G|^{f.alpha:.3f} "
+                      f"[{f.alpha_ci[0]:.2f}, {f.alpha_ci[1]:.2f}]")
+        ax.fill_between(band.order, band.lo, band.hi, color=color,
+                        alpha=0.15 if f.method == "aft" else 0.07)
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], color="0.5", lw=6, alpha=0.3))
+    labels.append("band: 95% CI of the median line")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _log_ticks(ax)
     ax.set_xlabel("group order |G|")
     ax.set_ylabel("grok step")
-    ax.legend(fontsize=8)
+    unfit = [f"{f.arm} ({f.method})" for f in res.fits if not f.fitted]
+    ax.set_title("Grok step vs group order" + (
+        "" if not unfit else "\nnot fitted (too few grokked runs): " + ", ".join(unfit)),
+        fontsize=9)
+    ax.legend(handles, labels, fontsize=7)
     return _save(fig, path)
 
 
@@ -97,29 +138,53 @@ def plot_curves(res: CurveSummary, path: str | Path) -> Path:
 
 
 def plot_speedup(res: SpeedupTable, path: str | Path) -> Path:
-    """Bars of the speedup vs the baseline per group and arm, with bootstrap intervals."""
-    fig, ax = _figure(max(6.0, 0.6 * len(res.rows)), 4.5)
+    """Speedup vs the baseline per group and arm on a log axis, with its >= 95% interval.
+    Filled circles are estimates; open up-triangles are lower bounds (the baseline's median is
+    censored: the speedup is at least this); open down-triangles upper bounds (the arm's median is
+    censored); 'n/a' marks cells where both medians are censored."""
+    from matplotlib.lines import Line2D
+
     arms = [a for a in res.arms if a != res.baseline]
     groups = list(dict.fromkeys(r.group for r in res.rows))
+    fig, ax = _figure(max(6.0, 0.9 * len(groups) * max(1, len(arms)) ** 0.5 + 2), 4.8)
     cell = {(r.group, r.arm): r for r in res.rows}
     width = 0.8 / max(1, len(arms))
+    marker = {"estimate": "o", "lower": "^", "upper": "v"}
     for j, a in enumerate(arms):
-        xs, ys, err = [], [], [[], []]
         for i, g in enumerate(groups):
             r = cell.get((g, a))
-            if r is None or not math.isfinite(r.speedup):
+            if r is None:
+                continue
+            x = i + (j - (len(arms) - 1) / 2) * width
+            if r.kind not in marker:
+                ax.annotate("n/a", (x, 1.0), ha="center", fontsize=7, color=f"C{j}")
                 continue
             lo, hi = r.speedup_ci
-            xs.append(i + j * width)
-            ys.append(r.speedup)
-            err[0].append(r.speedup - lo if math.isfinite(lo) else 0.0)
-            err[1].append(hi - r.speedup if math.isfinite(hi) else 0.0)
-        ax.bar(xs, ys, width, yerr=err, color=f"C{j}", label=a, capsize=2)
+            top = hi if math.isfinite(hi) else r.speedup * 10
+            bot = lo if math.isfinite(lo) and lo > 0 else r.speedup / 10
+            ax.plot([x, x], [bot, top], color=f"C{j}", lw=1.2,
+                    ls="-" if math.isfinite(hi) and lo > 0 else ":")
+            filled = r.kind == "estimate"
+            ax.plot([x], [r.speedup], marker=marker[r.kind], ms=8, color=f"C{j}",
+                    mfc=f"C{j}" if filled else "white")
     ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_xticks([i + width * (len(arms) - 1) / 2 for i in range(len(groups))], groups)
-    ax.set_ylabel(f"speedup vs {res.baseline}")
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_ylabel(f"speedup vs {res.baseline} (KM median ratio)")
     ax.set_yscale("log")
-    ax.legend(fontsize=8)
+    _log_ticks(ax, "y")
+    handles = [Line2D([], [], color=f"C{j}", marker="o", ls="", label=a)
+               for j, a in enumerate(arms)]
+    handles += [
+        Line2D([], [], color="0.3", marker="^", mfc="white", ls="",
+               label="> lower bound: baseline median censored"),
+        Line2D([], [], color="0.3", marker="v", mfc="white", ls="",
+               label="< upper bound: arm median censored"),
+        Line2D([], [], color="0.3", ls="-", label=">= 95% interval"),
+        Line2D([], [], color="0.3", ls=":", label="interval unbounded on one side"),
+    ]
+    ax.legend(handles=handles, fontsize=7)
+    ax.set_title(f"Speedup of each arm over {res.baseline} (median grok step ratio)",
+                 fontsize=9)
     return _save(fig, path)
 
 

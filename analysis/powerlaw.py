@@ -1,23 +1,63 @@
-"""Power law of grokking time, `grok_step = c * |G|^alpha`, fitted by OLS on log-log.
+"""Power law of grokking time, `grok_step = c * |G|^alpha`, fitted with censoring modelled.
 
-One fit per arm (or any `by` column). Points are either one per grokked run (per seed) or one per
-group (the group's median over its runs). Censoring: a run with status `not_grokked` has no
-grok_step. It is never dropped silently nor filled in: per-seed fits leave it out of the
-regression and count it; per-group medians treat it as +inf (it is longer than any budgeted
-step), so a group whose median is censored (half or more of its runs censored) is left out and
-listed. Runs that `diverged` or `failed` carry no timing information: counted as excluded.
+Default (`method="aft"`): a log-normal accelerated-failure-time model,
+
+    log T = log c + alpha * log|G| + sigma * eps,    eps ~ N(0, 1),
+
+fitted by maximum likelihood with every run right-censored at its budget when it did not grok
+(lifelines' `LogNormalAFTFitter`; `analysis.survival.durations` says what a run's time is). A
+grokked run contributes its density, a censored one the probability that T exceeds its budget, so
+a group where most runs never grokked pulls the line up instead of vanishing from it. c * |G|^alpha
+is the *median* grok step at order |G|. Intervals are Wald intervals from the observed information
+(lifelines' `summary`); c's is exp of log c's.
+
+Option (`method="ols"`): OLS of log(grok_step) on log|G| over the grokked runs only (or per-group
+medians with `medians=True`), with its R^2, as the FORGE paper reports it. Censored runs are left
+out of that fit (counted), which biases alpha down when the large groups are censored more often:
+this is the fit to quote beside the paper's R^2, not the estimate of alpha.
+
+An arm that cannot be fitted (no grokked run, one distinct order, too few runs) gets a fit with
+`fitted=False` and the reason, never an exception: that is a result.
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
+from scipy import stats
 
 from analysis.errors import AnalysisError
 from analysis.load import require_arms, require_columns
+from analysis.survival import TIMED, durations, km_median
+
+METHODS = ("aft", "ols")
+Z95 = 1.959963984540054
+NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class GroupCount:
+    """One group of one arm: its runs, how many grokked, and its Kaplan-Meier median."""
+
+    group: str
+    """Group name."""
+    order: float
+    """|G|."""
+    n: int
+    """Timed runs (grokked, not_grokked, diverged)."""
+    grokked: int
+    """Runs that grokked."""
+    censored: int
+    """Runs that did not grok within their budget (not_grokked or diverged)."""
+    median: float
+    """Kaplan-Meier median grok step (inf: censored, larger than `max_time`)."""
+    max_time: float
+    """Largest follow-up time among the group's runs."""
 
 
 @dataclass(frozen=True)
@@ -26,46 +66,64 @@ class PowerLawFit:
 
     arm: str
     """Value of the `by` column this fit is for (an arm by default)."""
+    method: str
+    """"aft" (censored log-normal regression, every timed run) or "ols" (grokked runs only)."""
+    fitted: bool
+    """False when the fit could not be made; `reason` says why and the numbers are NaN."""
+    reason: str
+    """Why there is no fit ("" when fitted)."""
     c: float
-    """Prefactor: exp of the OLS intercept on log-log."""
+    """Prefactor: the median grok step at |G| = 1 (exp of the intercept on the log scale)."""
     c_ci: tuple[float, float]
-    """95% confidence interval of c (exp of the intercept's t-interval)."""
+    """95% interval of c (exp of the intercept's Wald / t interval)."""
     alpha: float
-    """Exponent: the OLS slope of log(grok_step) on log(order)."""
+    """Exponent: the slope of log(grok_step) on log|G|."""
     alpha_ci: tuple[float, float]
-    """95% confidence interval of alpha (t-interval)."""
+    """95% interval of alpha (Wald for aft, t for ols)."""
+    sigma: float
+    """Residual scale on the log scale (the log-normal sigma for aft, OLS residual sd for ols)."""
     r2: float
-    """R^2 of the log-log fit."""
+    """R^2 of the log-log OLS fit (NaN for aft: not defined with censored points)."""
     medians: bool
-    """True when the points are per-group medians, False when per-seed runs."""
+    """True when the ols points are per-group medians, False when per-seed runs."""
     n_points: int
-    """Points in the regression."""
+    """Runs (aft: every timed run) or points (ols) in the fit."""
     n_groups: int
-    """Distinct groups among the points."""
+    """Distinct groups among the fitted points."""
     n_seeds: int
-    """Distinct seed values among the points' runs."""
+    """Distinct seed values among the fitted runs."""
     n_runs: int
     """Runs of this arm in the input (every status)."""
     n_grokked: int
     """Runs with status grokked."""
     n_censored: int
-    """Runs with status not_grokked (censored: never grokked within budget)."""
+    """Runs that did not grok within budget (not_grokked, diverged): right-censored."""
     n_excluded: int
-    """Runs that diverged or failed (no timing information)."""
+    """Runs that failed (no timing information)."""
     censored_groups: tuple[str, ...]
-    """Groups with no point because their runs were censored (all runs, or the median)."""
+    """Groups with no grokked run (aft: in the fit as censored; ols: missing from it)."""
     alpha_boot_ci: tuple[float, float]
-    """95% percentile bootstrap interval of alpha, resampling seeds with replacement."""
+    """95% percentile bootstrap interval of alpha over seeds (ols only; NaN otherwise)."""
     c_boot_ci: tuple[float, float]
     """95% percentile bootstrap interval of c, same resamples."""
     n_boot: int
-    """Bootstrap resamples that gave a fit (0 when the bootstrap was off)."""
+    """Bootstrap resamples that gave a fit (0 when off, and for aft)."""
     order: tuple[float, ...]
-    """The points' group orders |G| (x)."""
+    """The grokked points' group orders |G| (x)."""
     step: tuple[float, ...]
-    """The points' grok steps (y)."""
+    """The grokked points' grok steps (y)."""
     point_group: tuple[str, ...]
-    """The points' group names."""
+    """The grokked points' group names."""
+    cens_order: tuple[float, ...] = ()
+    """Censored runs' group orders."""
+    cens_step: tuple[float, ...] = ()
+    """Censored runs' budgets (their grok step is larger)."""
+    groups: tuple[GroupCount, ...] = ()
+    """Per group: runs, grokked, censored, KM median."""
+    cov: tuple[tuple[float, float], tuple[float, float]] = ((NAN, NAN), (NAN, NAN))
+    """Covariance of (log c, alpha) (aft: with the small-sample factor applied), for the band."""
+    q: float = Z95
+    """Quantile the 95% intervals use (t_{k-2} for both methods; k grokked runs or points)."""
 
     def predict(self, order: np.ndarray) -> np.ndarray:
         """c * order^alpha."""
@@ -81,33 +139,35 @@ class PowerLawBand:
     fit: tuple[float, ...]
     """c * order^alpha on the grid."""
     lo: tuple[float, ...]
-    """Lower edge of the 95% confidence band of the mean."""
+    """Lower edge of the 95% confidence band of the median line (or OLS mean)."""
     hi: tuple[float, ...]
     """Upper edge."""
 
 
 @dataclass(frozen=True)
 class ScalingResult:
-    """Power-law fits of every arm, and the band for each."""
+    """Power-law fits of every arm (one per method asked), and the band for each."""
 
     fits: tuple[PowerLawFit, ...]
-    """One fit per arm, in sorted order of the arm name."""
-    bands: tuple[PowerLawBand, ...]
-    """The band of each fit, same order."""
+    """Fits in sorted order of the arm name, the methods of one arm together."""
+    bands: tuple[PowerLawBand | None, ...]
+    """The band of each fit, same order (None when not fitted)."""
     by: str
     """The column the fits are split by."""
-    skipped: tuple[tuple[str, str], ...] = ()
-    """(arm, reason) for arms left out with `skip_unfit` (too few points)."""
+    comparison: AlphaComparison | None = None
+    """The exponent comparison, when asked."""
 
 
 @dataclass(frozen=True)
 class AlphaComparison:
-    """Does alpha differ between two arms? OLS with an interaction term on log-log."""
+    """Does alpha differ between two arms? The model with an interaction term on log|G|."""
 
     arm_a: str
     """First arm (the reference level)."""
     arm_b: str
     """Second arm."""
+    method: str
+    """"aft" (censored log-normal, z test) or "ols" (grokked runs, t test)."""
     alpha_a: float
     """Slope of arm a in the joint model."""
     alpha_b: float
@@ -115,18 +175,21 @@ class AlphaComparison:
     diff: float
     """alpha_b - alpha_a: the interaction coefficient."""
     diff_ci: tuple[float, float]
-    """95% confidence interval of the difference."""
+    """95% interval of the difference."""
     t: float
-    """t statistic of the interaction coefficient."""
+    """t statistic of the interaction coefficient (aft: Wald z with the small-sample factor,
+    referred to t with k - 4 degrees of freedom, k grokked runs)."""
     p_value: float
     """Two-sided p-value of H0: alpha_a == alpha_b."""
     n_points: int
-    """Points in the joint regression."""
+    """Runs or points in the joint model."""
+    reason: str = ""
+    """Why there is no comparison ("" when there is one; the numbers are NaN otherwise)."""
 
 
 def _points(df: pd.DataFrame, medians: bool) -> tuple[pd.DataFrame, tuple[str, ...]]:
     """Regression points (group, order, step, seed-list) and the groups lost to censoring."""
-    timed = df[df["status"].isin(["grokked", "not_grokked"])]
+    timed = df[df["status"].isin(TIMED)]
     if not medians:
         pts = timed[timed["status"] == "grokked"]
         pts = pts[["group", "group_order", "grok_step", "seed"]].rename(
@@ -157,7 +220,7 @@ def _bootstrap(
     df: pd.DataFrame, medians: bool, n_boot: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """Resample seeds with replacement (all runs of a drawn seed come along), refit each time."""
-    timed = df[df["status"].isin(["grokked", "not_grokked"])]
+    timed = df[df["status"].isin(TIMED)]
     seeds = np.sort(timed["seed"].unique())
     s_idx = np.searchsorted(seeds, timed["seed"].to_numpy())  # [n] seed index of each run
     x = np.log(timed["group_order"].to_numpy(float))  # [n]
@@ -189,30 +252,136 @@ def _pct(a: np.ndarray) -> tuple[float, float]:
     return (float(lo), float(hi))
 
 
+def _unfit(base: dict, reason: str) -> PowerLawFit:
+    nan2 = (NAN, NAN)
+    return PowerLawFit(
+        **base, fitted=False, reason=reason, c=NAN, c_ci=nan2, alpha=NAN, alpha_ci=nan2,
+        sigma=NAN, r2=NAN, n_points=0, n_groups=0, n_seeds=0, alpha_boot_ci=nan2,
+        c_boot_ci=nan2, n_boot=0,
+    )
+
+
+def _group_counts(dur: pd.DataFrame) -> tuple[GroupCount, ...]:
+    out = []
+    for g, sub in dur.groupby("group", sort=False):
+        km = km_median(sub["time"], sub["event"])
+        out.append(GroupCount(
+            group=str(g), order=float(sub["group_order"].iloc[0]), n=len(sub),
+            grokked=int(sub["event"].sum()), censored=int((~sub["event"]).sum()),
+            median=km.median, max_time=km.max_time,
+        ))
+    return tuple(sorted(out, key=lambda c: (c.order, c.group)))
+
+
 def fit_power_law(
     trials: pd.DataFrame,
     arm: str,
     *,
     by: str = "arm",
+    method: str = "aft",
     medians: bool = False,
     n_boot: int = 1000,
     seed: int = 0,
 ) -> PowerLawFit:
     """Fit `grok_step = c * |G|^alpha` for the rows with `by == arm`.
 
-    Raises AnalysisError when fewer than 3 points or fewer than 2 distinct orders remain.
+    `method="aft"`: censored log-normal regression over every timed run (the estimate of alpha).
+    `method="ols"`: OLS on log-log over grokked runs (or per-group medians), with R^2 and a
+    bootstrap over seeds. A fit that cannot be made is returned with `fitted=False`.
+    Raises AnalysisError only for a bad request (unknown method, no rows with `by == arm`).
     """
+    if method not in METHODS:
+        raise AnalysisError(f"method {method!r}: valid are {', '.join(METHODS)}")
+    if medians and method != "ols":
+        raise AnalysisError("per-group medians (--medians) apply to the OLS fit (--method ols)")
     require_columns(trials, ["group", "group_order", by])
     df = trials[trials[by].astype(str) == arm]
     if df.empty:
         raise AnalysisError(f"no rows with {by}={arm!r}")
+    dur = durations(df)
+    grok, cens = dur[dur["event"]], dur[~dur["event"]]
+    counts = _group_counts(dur)
+    base = dict(
+        arm=arm, method=method, medians=medians, n_runs=len(df), n_grokked=len(grok),
+        n_censored=len(cens), n_excluded=int((df["status"] == "failed").sum()),
+        censored_groups=tuple(c.group for c in counts if c.grokked == 0),
+        order=tuple(grok["group_order"].astype(float)), step=tuple(grok["time"]),
+        point_group=tuple(grok["group"].astype(str)),
+        cens_order=tuple(cens["group_order"].astype(float)), cens_step=tuple(cens["time"]),
+        groups=counts,
+    )
+    if method == "aft":
+        return _fit_aft(dur, base)
+    return _fit_ols(df, base, medians, n_boot, seed)
+
+
+def _fit_aft(dur: pd.DataFrame, base: dict) -> PowerLawFit:
+    n_ev = int(dur["event"].sum())
+    orders = dur["group_order"].nunique()
+    if n_ev < 2 or orders < 2 or len(dur) < 3:
+        what = "no run grokked" if n_ev == 0 else f"{n_ev} grokked run(s)"
+        return _unfit(base, f"not fitted: {what} among {len(dur)} timed runs over {orders} "
+                            "distinct order(s); need >= 2 grokked runs and >= 2 orders")
+    try:
+        res = _aft(pd.DataFrame({
+            "T": dur["time"].to_numpy(float), "E": dur["event"].to_numpy(bool),
+            "log_order": np.log(dur["group_order"].to_numpy(float)),
+        }))
+    except AnalysisError as exc:
+        return _unfit(base, str(exc))
+    names = [("mu_", "Intercept"), ("mu_", "log_order")]
+    coef = res.params_.loc[names].to_numpy(float)  # [2]: log c, alpha
+    V = res.variance_matrix_.loc[names, names].to_numpy(float)  # [2, 2]
+    q, infl = _small_sample(n_ev, 2)
+    V = V * infl**2
+    se = np.sqrt(np.diag(V))
+    lo, hi = coef - q * se, coef + q * se
+    return PowerLawFit(
+        **base, fitted=True, reason="",
+        c=float(np.exp(coef[0])), c_ci=(float(np.exp(lo[0])), float(np.exp(hi[0]))),
+        alpha=float(coef[1]), alpha_ci=(float(lo[1]), float(hi[1])),
+        sigma=float(np.exp(res.params_.loc[("sigma_", "Intercept")])), r2=NAN,
+        n_points=len(dur), n_groups=int(dur["group"].nunique()),
+        n_seeds=int(dur["seed"].nunique()), alpha_boot_ci=(NAN, NAN), c_boot_ci=(NAN, NAN),
+        n_boot=0, cov=((float(V[0, 0]), float(V[0, 1])), (float(V[1, 0]), float(V[1, 1]))),
+        q=q,
+    )
+
+
+def _small_sample(n_events: int, p: int) -> tuple[float, float]:
+    """(quantile, standard-error factor) of the 95% interval of a log-normal AFT coefficient.
+
+    The Wald interval uses the MLE of sigma (RSS / n without censoring), too small with few
+    runs. With k grokked runs and p location coefficients, the interval is widened to
+    t_{k-p} quantile * sqrt(k / (k - p)) * SE: with no censoring this is exactly the OLS
+    t-interval, and with censoring k (not the run count) is the information the scale rests on.
+    """
+    if n_events <= p:
+        return float("inf"), 1.0
+    return float(stats.t.ppf(0.975, n_events - p)), math.sqrt(n_events / (n_events - p))
+
+
+def _aft(frame: pd.DataFrame, formula: str | None = None):
+    """lifelines' LogNormalAFTFitter on columns T (time), E (event) and the covariates."""
+    from lifelines import LogNormalAFTFitter
+    from lifelines.exceptions import ConvergenceError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence/pandas chatter; failures raise below
+            return LogNormalAFTFitter().fit(frame, "T", "E", formula=formula)
+    except (ConvergenceError, np.linalg.LinAlgError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise AnalysisError(f"not fitted: the censored log-normal fit did not converge "
+                            f"({first})") from None
+
+
+def _fit_ols(df: pd.DataFrame, base: dict, medians: bool, n_boot: int, seed: int):
     pts, lost = _points(df, medians)
     what = "groups with a median grok step" if medians else "grokked runs"
     if len(pts) < 3 or pts["order"].nunique() < 2:
-        raise AnalysisError(
-            f"{by}={arm}: too few points for a power law ({len(pts)} {what} over "
-            f"{pts['order'].nunique()} distinct orders; need >= 3 over >= 2)"
-        )
+        return _unfit(base, f"not fitted: too few points for a power law ({len(pts)} {what} "
+                            f"over {pts['order'].nunique()} distinct orders; need >= 3 over >= 2)")
     res = _ols_loglog(pts["order"].to_numpy(float), pts["step"].to_numpy(float))
     ci = np.asarray(res.conf_int(0.05))  # [2, 2]: rows const, slope
     seeds = set()
@@ -222,43 +391,44 @@ def fit_power_law(
         _bootstrap(df, medians, n_boot, np.random.default_rng(seed)) if n_boot > 0
         else (np.array([]), np.array([]))
     )
+    V = np.asarray(res.cov_params())
+    if medians:  # the points are the medians, not the runs; groups lost to a censored median
+        base.update(censored_groups=lost, order=tuple(pts["order"].astype(float)),
+                    step=tuple(pts["step"].astype(float)),
+                    point_group=tuple(pts["group"].astype(str)))
     return PowerLawFit(
-        arm=arm,
+        **base, fitted=True, reason="",
         c=float(np.exp(res.params[0])),
         c_ci=(float(np.exp(ci[0, 0])), float(np.exp(ci[0, 1]))),
         alpha=float(res.params[1]),
         alpha_ci=(float(ci[1, 0]), float(ci[1, 1])),
+        sigma=float(np.sqrt(res.scale)),
         r2=float(res.rsquared),
-        medians=medians,
         n_points=len(pts),
         n_groups=int(pts["group"].nunique()),
         n_seeds=len(seeds),
-        n_runs=len(df),
-        n_grokked=int((df["status"] == "grokked").sum()),
-        n_censored=int((df["status"] == "not_grokked").sum()),
-        n_excluded=int(df["status"].isin(["diverged", "failed"]).sum()),
-        censored_groups=lost,
         alpha_boot_ci=_pct(a_boot),
         c_boot_ci=_pct(c_boot),
         n_boot=len(a_boot),
-        order=tuple(pts["order"].astype(float)),
-        step=tuple(pts["step"].astype(float)),
-        point_group=tuple(pts["group"].astype(str)),
+        cov=((float(V[0, 0]), float(V[0, 1])), (float(V[1, 0]), float(V[1, 1]))),
+        q=float(stats.t.ppf(0.975, len(pts) - 2)),
     )
 
 
-def power_law_band(fit: PowerLawFit, n: int = 50) -> PowerLawBand:
-    """The fitted line with the 95% confidence band of the mean on a log-spaced grid."""
-    order = np.asarray(fit.order)
-    res = _ols_loglog(order, np.asarray(fit.step))
+def power_law_band(fit: PowerLawFit, n: int = 50) -> PowerLawBand | None:
+    """The fitted line with the 95% band of the line (median for aft, mean log for ols) on a
+    log-spaced grid over the orders of the arm's runs; None when not fitted."""
+    if not fit.fitted:
+        return None
+    order = np.asarray(fit.order + fit.cens_order, dtype=float)
     grid = np.geomspace(order.min(), order.max(), n)  # [n]
-    pred = res.get_prediction(sm.add_constant(np.log(grid), has_constant="add"))
-    frame = pred.summary_frame(alpha=0.05)
+    X = np.column_stack([np.ones(n), np.log(grid)])  # [n, 2]
+    mu = np.log(fit.c) + fit.alpha * np.log(grid)  # [n]
+    se = np.sqrt(np.einsum("ni,ij,nj->n", X, np.asarray(fit.cov), X))  # [n]
+    q = fit.q
     return PowerLawBand(
-        order=tuple(grid),
-        fit=tuple(np.exp(frame["mean"])),
-        lo=tuple(np.exp(frame["mean_ci_lower"])),
-        hi=tuple(np.exp(frame["mean_ci_upper"])),
+        order=tuple(grid), fit=tuple(np.exp(mu)), lo=tuple(np.exp(mu - q * se)),
+        hi=tuple(np.exp(mu + q * se)),
     )
 
 
@@ -267,54 +437,103 @@ def scaling(
     *,
     arms: list[str] | None = None,
     by: str = "arm",
+    methods: tuple[str, ...] = ("aft",),
     medians: bool = False,
     n_boot: int = 1000,
     seed: int = 0,
-    skip_unfit: bool = False,
+    compare: tuple[str, str] | None = None,
 ) -> ScalingResult:
-    """Fit a power law per arm (all arms present unless `arms` is given).
+    """Fit a power law per arm and method (all arms present unless `arms` is given).
 
-    With `skip_unfit`, arms with too few points are listed in `skipped` instead of raising
-    (at least one arm must fit).
+    An arm that cannot be fitted is a fit with `fitted=False` and its reason, never an error.
+    `compare=(a, b)` adds the exponent comparison (first method).
     """
     require_columns(trials, [by])
+    if medians and "ols" not in methods:
+        raise AnalysisError("per-group medians (--medians) apply to the OLS fit (--method ols)")
     if arms:
         if by == "arm":
             require_arms(trials, arms)
     else:
         arms = sorted(trials[by].astype(str).unique())
-    fits, skipped = [], []
-    for a in arms:
-        try:
-            fits.append(fit_power_law(trials, a, by=by, medians=medians, n_boot=n_boot, seed=seed))
-        except AnalysisError as exc:
-            if not skip_unfit:
-                raise
-            skipped.append((a, str(exc)))
-    if not fits:
-        raise AnalysisError("no arm has enough points for a power law: " + "; ".join(
-            r for _, r in skipped))
-    return ScalingResult(
-        fits=tuple(fits), bands=tuple(power_law_band(f) for f in fits), by=by,
-        skipped=tuple(skipped),
+    fits = tuple(
+        fit_power_law(trials, a, by=by, method=m, medians=medians and m == "ols",
+                      n_boot=n_boot, seed=seed)
+        for a in arms for m in methods
     )
+    cmp = None
+    if compare:
+        cmp = compare_alpha(trials, *compare, by=by, method=methods[0], medians=medians)
+    return ScalingResult(fits=fits, bands=tuple(power_law_band(f) for f in fits), by=by,
+                         comparison=cmp)
 
 
 def compare_alpha(
-    trials: pd.DataFrame, arm_a: str, arm_b: str, *, by: str = "arm", medians: bool = False
+    trials: pd.DataFrame,
+    arm_a: str,
+    arm_b: str,
+    *,
+    by: str = "arm",
+    method: str = "aft",
+    medians: bool = False,
 ) -> AlphaComparison:
-    """Test H0: alpha_a == alpha_b with `log y ~ log x * [arm == b]` (the interaction term)."""
-    xs, ys, zs = [], [], []
+    """Test H0: alpha_a == alpha_b with `log T ~ log|G| * [arm == b]` (the interaction term).
+
+    aft: the censored log-normal model over every timed run of both arms (z test); ols: OLS
+    over grokked runs (or per-group medians). When the model cannot be fitted the comparison
+    carries the reason and NaN numbers.
+    """
+    if method not in METHODS:
+        raise AnalysisError(f"method {method!r}: valid are {', '.join(METHODS)}")
+    require_columns(trials, ["group", "group_order", by])
+    frames = []
     for z, arm in enumerate((arm_a, arm_b)):
         df = trials[trials[by].astype(str) == arm]
         if df.empty:
             raise AnalysisError(f"no rows with {by}={arm!r}")
+        frames.append((z, df))
+
+    def none(reason: str, n: int = 0) -> AlphaComparison:
+        return AlphaComparison(arm_a, arm_b, method, NAN, NAN, NAN, (NAN, NAN), NAN, NAN, n,
+                               reason)
+
+    if method == "aft":
+        parts = []
+        for z, df in frames:
+            d = durations(df)
+            parts.append(pd.DataFrame({
+                "T": d["time"].to_numpy(float), "E": d["event"].to_numpy(bool),
+                "x": np.log(d["group_order"].to_numpy(float)), "b": float(z),
+            }))
+            if d["event"].sum() < 2 or d["group_order"].nunique() < 2:
+                return none(f"not compared: {by}={(arm_a, arm_b)[z]} has "
+                            f"{int(d['event'].sum())} grokked run(s) over "
+                            f"{d['group_order'].nunique()} order(s)", len(d))
+        frame = pd.concat(parts, ignore_index=True)
+        try:
+            res = _aft(frame, formula="x + b + x:b")
+        except AnalysisError as exc:
+            return none(str(exc).replace("not fitted", "not compared"), len(frame))
+        a = float(res.params_.loc[("mu_", "x")])
+        d = float(res.params_.loc[("mu_", "x:b")])
+        se = float(np.sqrt(res.variance_matrix_.loc[("mu_", "x:b"), ("mu_", "x:b")]))
+        k = int(frame["E"].sum())
+        q, infl = _small_sample(k, 4)
+        t = d / (se * infl)
+        return AlphaComparison(
+            arm_a=arm_a, arm_b=arm_b, method="aft", alpha_a=a, alpha_b=a + d, diff=d,
+            diff_ci=(d - q * se * infl, d + q * se * infl), t=t,
+            p_value=float(2 * stats.t.sf(abs(t), k - 4)), n_points=len(frame),
+        )
+    xs, ys, zs = [], [], []
+    for z, df in frames:
         pts, _ = _points(df, medians)
+        if len(pts) < 3 or pts["order"].nunique() < 2:
+            return none(f"not compared: {by}={(arm_a, arm_b)[z]} has too few points "
+                        f"({len(pts)} over {pts['order'].nunique()} orders)")
         xs.append(np.log(pts["order"].to_numpy(float)))
         ys.append(np.log(pts["step"].to_numpy(float)))
         zs.append(np.full(len(pts), float(z)))
-        if len(pts) < 3 or pts["order"].nunique() < 2:
-            raise AnalysisError(f"{by}={arm}: too few points to compare exponents")
     x, y, z = np.concatenate(xs), np.concatenate(ys), np.concatenate(zs)
     X = np.column_stack([np.ones_like(x), x, z, x * z])  # [n, 4]: 1, log|G|, b, b*log|G|
     res = sm.OLS(y, X).fit()
@@ -322,6 +541,7 @@ def compare_alpha(
     return AlphaComparison(
         arm_a=arm_a,
         arm_b=arm_b,
+        method="ols",
         alpha_a=float(res.params[1]),
         alpha_b=float(res.params[1] + res.params[3]),
         diff=float(res.params[3]),

@@ -20,7 +20,7 @@ from analysis.plots import plot
 from analysis.powerlaw import scaling
 from analysis.signtest import sign_test
 from analysis.speedup import ablation_order, speedup_table
-from analysis.tables import Table, fmt, tables_of, to_markdown
+from analysis.tables import Table, fmt, sig3, speedup_value, tables_of, to_markdown
 
 
 @dataclass(frozen=True)
@@ -29,20 +29,26 @@ class Comparison:
 
     number: papers.PaperNumber
     """The published number."""
-    measured: float
-    """The measured value (NaN when it could not be computed)."""
+    measured: object
+    """The measured value: a float, a `Bound` ('> x': e.g. a speedup over a baseline that never
+    reached its median), None/NaN when it could not be computed."""
     detail: str
     """How it was measured (counts, interval)."""
 
 
 def _speedup_of(trials: pd.DataFrame, group: str, arm: str, base: str, n_boot: int, seed: int):
     sub = trials[trials["group"].astype(str) == group]
-    res = speedup_table(sub, base, arms=[arm], n_boot=n_boot, seed=seed)
+    res = speedup_table(sub, base, arms=[arm])
     row = next(r for r in res.rows if r.arm == arm)
+    b = next(r for r in res.rows if r.arm == base)
     lo, hi = row.speedup_ci
-    bound = " (lower bound: baseline censored)" if row.lower_bound else ""
-    detail = f"{row.k}/{row.n} grokked, 95% CI [{fmt(lo)}, {fmt(hi)}]{bound}"
-    return row.speedup, detail
+    bound = {"lower": " (lower bound: the baseline's median is censored)",
+             "upper": " (upper bound: the arm's median is censored)",
+             "none": " (undefined: both medians censored)"}.get(row.kind, "")
+    detail = (f"{row.k}/{row.n} grokked vs {b.k}/{b.n}, KM medians, >= 95% CI "
+              f"[{fmt(sig3(lo))}, {fmt(sig3(hi))}]{bound}")
+    value = speedup_value(row)
+    return value, detail
 
 
 def _median_grok(num: papers.PaperNumber, sub: pd.DataFrame, what: str) -> Comparison:
@@ -70,17 +76,22 @@ def paper_comparisons(trials: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0
     if len(fails):
         k = int((fails["status"] == "grokked").sum())
         out.append(Comparison(papers.MLP_FAILS, k / len(fails), f"{k}/{len(fails)} grokked"))
-    if papers.SCALING_ARM in arms and "group_order" in trials:
-        try:
-            f = scaling(trials, arms=[papers.SCALING_ARM], n_boot=n_boot, seed=seed).fits[0]
-            info = f"{f.n_groups} groups, {f.n_points} points, {f.n_censored} censored"
-            out.append(Comparison(papers.SCALING[0], f.c, f"95% CI [{fmt(f.c_ci[0])}, "
-                                  f"{fmt(f.c_ci[1])}]; {info}"))
-            out.append(Comparison(papers.SCALING[1], f.alpha, f"95% CI [{fmt(f.alpha_ci[0])}, "
-                                  f"{fmt(f.alpha_ci[1])}]; {info}"))
-            out.append(Comparison(papers.SCALING[2], f.r2, info))
-        except AnalysisError:
-            pass
+    if papers.SCALING_ARM in arms and "group_order" in trials and (
+        trials["group_order"].nunique() >= 2
+    ):
+        aft, ols = scaling(trials, arms=[papers.SCALING_ARM], methods=("aft", "ols"),
+                           n_boot=n_boot, seed=seed).fits
+        info = (f"{aft.n_groups} groups, {aft.n_runs} runs, {aft.n_grokked} grokked, "
+                f"{aft.n_censored} censored")
+        for num, v, ci in ((papers.SCALING[0], aft.c, aft.c_ci),
+                           (papers.SCALING[1], aft.alpha, aft.alpha_ci)):
+            detail = (f"censored log-normal AFT, 95% CI [{fmt(sig3(ci[0]))}, "
+                      f"{fmt(sig3(ci[1]))}]; {info}") if aft.fitted else aft.reason
+            out.append(Comparison(num, v, detail))
+        out.append(Comparison(papers.SCALING[2], ols.r2,
+                              f"OLS on the {ols.n_points} grokked runs only (as the paper); "
+                              f"{ols.n_censored} censored runs not in it" if ols.fitted
+                              else ols.reason))
     if papers.EFF_MODES_METRIC in trials and {"forge", "mlp"} <= arms:
         try:
             s = sign_test(trials, papers.EFF_MODES_METRIC, "forge", "mlp", alternative="greater")
@@ -161,7 +172,7 @@ def _section(sweep: Sweep, out_dir: Path, n_boot: int, seed: int) -> list[str]:
         add("Curves", lambda: curve_bands(sweep.curves), "curves")
     if len(arms) >= 2 and "group" in T:
         base = arms[0]
-        add("Speedup", lambda: speedup_table(T, base, n_boot=n_boot, seed=seed), "speedup")
+        add("Speedup", lambda: speedup_table(T, base), "speedup")
         for a in arms[1:]:
             add(f"Sign test {a} vs {base}",
                 lambda a=a: sign_test(T, "grok_step", a, base), f"signtest-{_slug(a)}")
@@ -170,7 +181,8 @@ def _section(sweep: Sweep, out_dir: Path, n_boot: int, seed: int) -> list[str]:
                 lambda: sign_test(T, papers.EFF_MODES_METRIC, "forge", "mlp",
                                   alternative="greater"), "signtest-eff-modes")
     if "group_order" in T and T["group_order"].nunique() >= 2:
-        add("Scaling", lambda: scaling(T, n_boot=n_boot, seed=seed, skip_unfit=True), "scaling")
+        add("Scaling", lambda: scaling(T, methods=("aft", "ols"), n_boot=n_boot, seed=seed),
+            "scaling")
     if {"model_rank", "model_d"} <= set(T) and (
         (T["model_rank"].astype(float) * T["model_d"].astype(float)).nunique() >= 2
     ):

@@ -1,26 +1,35 @@
-"""Speedup tables: per group, the median grok step of each arm, its grok rate, and the speedup
-against a baseline arm with a bootstrap interval.
+"""Speedup tables: per group, each arm's Kaplan-Meier median grok step with its interval, its
+grok rate k/n, and the speedup `median(baseline) / median(arm)`.
 
-Medians count a run that never grokked (`not_grokked`, or `diverged`: it stopped without
-grokking) as +inf, so the median is censored (inf) when half or more of the runs did not grok.
-`failed` runs (an exception) are left out and counted. The speedup is
-`median(baseline) / median(arm)`; when only the baseline's median is censored, the speedup is
-reported as a lower bound, `budget / median(arm)`, with the baseline's largest `steps_run` as the
-budget.
+Grok steps are right-censored at the budget (`analysis.survival`). A median is *censored* when
+half or more of the runs never grokked: it is only known to exceed the largest follow-up time T.
+Then the speedup is a bound, never a number:
+- baseline censored, arm not: `> T_base / median(arm)` (a lower bound, `kind="lower"`);
+- arm censored, baseline not: `< median(base) / T_arm` (an upper bound, `kind="upper"`);
+- both censored: undefined (`kind="none"`).
+Interval of the ratio: each median gets a Brookmeyer-Crowley interval at level sqrt(0.95)
+(97.47%); the ratio interval is [base_lo / arm_hi, base_hi / arm_lo]. The two medians come from
+independent runs, so both intervals cover with probability >= 0.95 and then so does the ratio's
+(a conservative interval; an unbounded median end gives an unbounded ratio end). `failed` runs
+are left out and counted; `diverged` runs are censored at the budget (they never grokked).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from analysis.errors import AnalysisError
 from analysis.load import require_arms, require_columns
+from analysis.survival import KMMedian, durations, km_median
 
 ABLATION_ARMS = ("mlp", "mlp+grokfast", "forge", "forge+grokfast")
 """The papers' 4-way matched-budget ablation, in its column order."""
+
+RATIO_LEVEL = math.sqrt(0.95)
+"""Level of each median's interval in the ratio interval (joint coverage >= 0.95)."""
 
 
 @dataclass(frozen=True)
@@ -38,13 +47,23 @@ class SpeedupRow:
     n_failed: int
     """Runs that failed (left out)."""
     median: float
-    """Median grok step, never-grokked runs as +inf (inf when censored)."""
+    """Kaplan-Meier median grok step; inf when censored (larger than `max_time`)."""
+    median_ci: tuple[float, float]
+    """95% Brookmeyer-Crowley interval of the median (hi inf when unbounded)."""
+    max_time: float
+    """Largest follow-up time of the cell's runs: a censored median is larger than this."""
     speedup: float
-    """median(baseline) / median(arm); NaN when undefined."""
+    """median(baseline) / median(arm), or the bound (see `kind`); NaN when undefined."""
     speedup_ci: tuple[float, float]
-    """95% percentile bootstrap interval of the speedup (runs resampled within each cell)."""
-    lower_bound: bool
-    """True when the baseline's median is censored and `speedup` is budget / median(arm)."""
+    """>= 95% interval of the speedup (product of two sqrt(0.95) median intervals)."""
+    kind: str
+    """"estimate", "lower" (speedup > value: baseline censored), "upper" (speedup < value:
+    arm censored), "none" (both censored, or no runs), "baseline" (the baseline's own row)."""
+
+    @property
+    def lower_bound(self) -> bool:
+        """True when `speedup` is a lower bound (the baseline's median is censored)."""
+        return self.kind == "lower"
 
 
 @dataclass(frozen=True)
@@ -59,8 +78,8 @@ class SpeedupTable:
     """Arms in display order (the 4-way ablation order first)."""
     rows: tuple[SpeedupRow, ...]
     """One row per (group, arm) present."""
-    n_boot: int
-    """Bootstrap resamples per cell."""
+    n_boot: int = 0
+    """Kept for callers of the bootstrap version; the intervals are now analytic (0)."""
 
 
 def ablation_order(arms: list[str] | tuple[str, ...]) -> tuple[str, ...]:
@@ -69,18 +88,28 @@ def ablation_order(arms: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return tuple(known + sorted(a for a in arms if a not in ABLATION_ARMS))
 
 
-def _steps(df: pd.DataFrame) -> np.ndarray:
-    return np.where(df["status"] == "grokked", df["grok_step"], np.inf).astype(float)
+def speedup_ratio(base: KMMedian, arm: KMMedian, base_r: KMMedian, arm_r: KMMedian):
+    """(speedup, (lo, hi), kind) from the two medians (95%) and the same at RATIO_LEVEL."""
+    nan = float("nan")
+    if base.n == 0 or arm.n == 0:
+        return nan, (nan, nan), "none"
+    lo = _div(base_r.lo, arm_r.hi)
+    hi = _div(base_r.hi, arm_r.lo)
+    if base.censored and arm.censored:
+        return nan, (lo, hi), "none"
+    if base.censored:
+        return base.max_time / arm.median, (lo, hi), "lower"
+    if arm.censored:
+        return base.median / arm.max_time, (lo, hi), "upper"
+    return base.median / arm.median, (lo, hi), "estimate"
 
 
-def _boot_medians(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    idx = rng.integers(0, len(x), size=(n_boot, len(x)))  # [n_boot, n]
-    return np.median(x[idx], axis=1)  # inf propagates: a censored median stays inf
-
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(num, float) / np.asarray(den, float)
+def _div(a: float, b: float) -> float:
+    if math.isnan(a) or math.isnan(b):
+        return float("nan")
+    if math.isinf(b):
+        return 0.0 if math.isfinite(a) else float("nan")
+    return a / b if b > 0 else math.inf
 
 
 def speedup_table(
@@ -89,52 +118,43 @@ def speedup_table(
     *,
     arms: list[str] | None = None,
     by: str = "group",
-    n_boot: int = 1000,
+    n_boot: int = 0,
     seed: int = 0,
 ) -> SpeedupTable:
-    """Per `by` value and arm: k/n, median grok step, and speedup vs `baseline` (bootstrap CI)."""
+    """Per `by` value and arm: k/n, KM median grok step, and speedup vs `baseline`.
+
+    `n_boot` and `seed` are accepted for older callers and ignored (intervals are analytic).
+    """
+    del n_boot, seed
     require_columns(trials, ["arm", by])
     all_arms = sorted(trials["arm"].unique())
     arms = list(arms) if arms else all_arms
     require_arms(trials, [baseline, *arms])
     order = ablation_order(sorted(set(arms) | {baseline}))
-    rng = np.random.default_rng(seed)
     rows = []
     for g, sub in trials.groupby(by, sort=True):
-        cells = {a: sub[sub["arm"] == a] for a in order}
-        base = cells[baseline]
-        base_ok = base[base["status"] != "failed"]
-        base_x = _steps(base_ok)
-        base_med = float(np.median(base_x)) if len(base_x) else float("nan")
-        base_boot = _boot_medians(base_x, n_boot, rng) if len(base_x) and n_boot else None
-        has_budget = "steps_run" in base_ok and len(base_ok)
-        budget = float(base_ok["steps_run"].max()) if has_budget else np.nan
+        dur = durations(sub)
+        meds = {}
         for a in order:
-            cell = cells[a]
+            d = dur[dur["arm"] == a]
+            meds[a] = (km_median(d["time"], d["event"]),
+                       km_median(d["time"], d["event"], level=RATIO_LEVEL))
+        for a in order:
+            cell = sub[sub["arm"] == a]
             if cell.empty:
                 continue
-            ok = cell[cell["status"] != "failed"]
-            x = _steps(ok)
-            med = float(np.median(x)) if len(x) else float("nan")
-            lower = bool(np.isinf(base_med) and np.isfinite(med))
-            speedup = float(_ratio(budget if lower else base_med, med)) if len(x) else np.nan
-            if np.isinf(base_med) and np.isinf(med):
-                speedup = float("nan")
-            ci = (float("nan"), float("nan"))
-            if base_boot is not None and len(x) and not lower and np.isfinite(speedup):
-                r = _ratio(base_boot, _boot_medians(x, n_boot, rng))
-                if not np.isnan(r).any():
-                    lo, hi = np.quantile(r, [0.025, 0.975], method="inverted_cdf")
-                    ci = (float(lo), float(hi))
+            m, m_r = meds[a]
+            if a == baseline:
+                ratio, ci, kind = 1.0, (float("nan"), float("nan")), "baseline"
+            else:
+                ratio, ci, kind = speedup_ratio(meds[baseline][0], m, meds[baseline][1], m_r)
             rows.append(
                 SpeedupRow(
-                    group=str(g), arm=a, n=len(ok), k=int((ok["status"] == "grokked").sum()),
-                    n_failed=len(cell) - len(ok), median=med, speedup=speedup,
-                    speedup_ci=ci, lower_bound=lower,
+                    group=str(g), arm=a, n=m.n, k=m.k, n_failed=len(cell) - m.n,
+                    median=m.median, median_ci=(m.lo, m.hi), max_time=m.max_time,
+                    speedup=float(ratio), speedup_ci=ci, kind=kind,
                 )
             )
     if not rows:
         raise AnalysisError("no rows to build a speedup table from")
-    return SpeedupTable(
-        baseline=baseline, by=by, arms=order, rows=tuple(rows), n_boot=n_boot
-    )
+    return SpeedupTable(baseline=baseline, by=by, arms=order, rows=tuple(rows))

@@ -36,10 +36,30 @@ class Table:
     """Lines printed under the table (Markdown, LaTeX, JSON; not CSV)."""
 
 
+@dataclass(frozen=True)
+class Bound:
+    """A one-sided value: the quantity is larger (`op` ">") or smaller ("<") than `value`.
+
+    Printed "> 4000" in every format (JSON: {"bound": ">", "value": 4000}).
+    """
+
+    op: str
+    """">" or "<"."""
+    value: float
+    """The bound."""
+
+
+def median_value(median: float, max_time: float) -> object:
+    """A Kaplan-Meier median as a table value: the number, or `> max_time` when censored."""
+    return Bound(">", max_time) if math.isinf(median) else median
+
+
 def fmt(v: object) -> str:
     """A value as table text."""
     if v is None:
         return ""
+    if isinstance(v, Bound):
+        return f"{v.op} {fmt(v.value)}"
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
@@ -55,44 +75,67 @@ def fmt(v: object) -> str:
     return str(v)
 
 
-def _step(v: float) -> str:
-    return "censored" if math.isinf(v) else fmt(v)
-
-
 # ---- result -> tables -----------------------------------------------------------------------
 
 
+METHOD_TEXT = {
+    "aft": "censored log-normal AFT (every run; not-grokked runs right-censored at the budget)",
+    "ols": "OLS on log-log over grokked runs only (censored runs dropped: biased; paper's R^2)",
+}
+
+
 def scaling_tables(res: ScalingResult, comparison: AlphaComparison | None = None) -> list[Table]:
-    """Power-law fits, one row per arm (and the exponent comparison when given)."""
+    """Power-law fits, one row per (arm, method); runs per group; the exponent comparison."""
+    comparison = comparison or res.comparison
     cols = (
-        res.by, "c", "c_lo", "c_hi", "alpha", "alpha_lo", "alpha_hi", "alpha_boot_lo",
-        "alpha_boot_hi", "r2", "points", "groups", "seeds", "runs", "grokked", "censored",
-        "excluded", "censored_groups",
+        res.by, "method", "c", "c_lo", "c_hi", "alpha", "alpha_lo", "alpha_hi", "sigma",
+        "alpha_boot_lo", "alpha_boot_hi", "r2", "points", "runs", "grokked", "censored", "failed",
+        "never_grokked_groups", "note",
     )
     rows = tuple(
         (
-            f.arm, f.c, *f.c_ci, f.alpha, *f.alpha_ci, *f.alpha_boot_ci, f.r2, f.n_points,
-            f.n_groups, f.n_seeds, f.n_runs, f.n_grokked, f.n_censored, f.n_excluded,
-            " ".join(f.censored_groups),
+            f.arm, f.method + ("-medians" if f.medians else ""), f.c, *f.c_ci, f.alpha,
+            *f.alpha_ci, f.sigma, *f.alpha_boot_ci, f.r2, f.n_points, f.n_runs, f.n_grokked,
+            f.n_censored, f.n_excluded, " ".join(f.censored_groups), f.reason,
         )
         for f in res.fits
     )
-    kind = "per-group medians" if res.fits and res.fits[0].medians else "per-seed points"
+    methods = list(dict.fromkeys(f.method for f in res.fits))
     n_boot = max((f.n_boot for f in res.fits), default=0)
-    notes = (
-        f"OLS of log(grok_step) on log|G| ({kind}); 95% t-intervals; bootstrap over seeds "
-        f"({n_boot} resamples). Censored runs (not_grokked) are counted, not fitted.",
-    ) + tuple(f"Not fitted: {reason}" for _, reason in res.skipped)
+    notes = tuple(f"method {m}: {METHOD_TEXT[m]}." for m in methods) + (
+        "c * |G|^alpha is the median grok step at order |G|; 95% intervals (t quantile with "
+        "k - 2 degrees of freedom, k grokked runs; for aft Wald intervals widened to match OLS "
+        "when nothing is censored). censored = runs that did not grok within their budget "
+        "(not_grokked, diverged); failed runs carry no time.",
+    )
+    if "ols" in methods:
+        notes += (f"alpha_boot: percentile bootstrap over seeds for ols ({n_boot} resamples).",)
     out = [Table("Power law grok_step = c * |G|^alpha", cols, rows, notes)]
+    seen, grows = set(), []
+    for f in res.fits:
+        if f.arm in seen:
+            continue
+        seen.add(f.arm)
+        grows += [(f.arm, g.group, g.order, g.n, g.grokked, g.censored,
+                   median_value(g.median, g.max_time)) for g in f.groups]
+    out.append(Table(
+        "Runs per group: grokked / censored", (res.by, "group", "order", "runs", "grokked",
+                                               "censored", "km_median"),
+        tuple(grows),
+        ("km_median: Kaplan-Meier median grok step; '> T' when half or more of the runs never "
+         "grokked (the median is beyond the largest budget T).",),
+    ))
     if comparison is not None:
         c = comparison
         out.append(
             Table(
                 "Exponent difference (interaction term)",
-                ("arm_a", "arm_b", "alpha_a", "alpha_b", "diff", "diff_lo", "diff_hi", "t",
-                 "p_value", "points"),
-                ((c.arm_a, c.arm_b, c.alpha_a, c.alpha_b, c.diff, *c.diff_ci, c.t, c.p_value,
-                  c.n_points),),
+                ("arm_a", "arm_b", "method", "alpha_a", "alpha_b", "diff", "diff_lo", "diff_hi",
+                 "t", "p_value", "points", "note"),
+                ((c.arm_a, c.arm_b, c.method, c.alpha_a, c.alpha_b, c.diff, *c.diff_ci, c.t,
+                  c.p_value, c.n_points, c.reason),),
+                (f"log T ~ log|G| * [arm == {c.arm_b}]; method {c.method}: "
+                 f"{METHOD_TEXT[c.method]}.",),
             )
         )
     return out
@@ -120,16 +163,19 @@ def signtest_tables(res: SignTestResult) -> list[Table]:
 def speedup_tables(res: SpeedupTable, wide: bool = True) -> list[Table]:
     """The ablation layout (wide: one row per group) or one row per (group, arm) (long)."""
     note = (
-        f"Speedup = median grok step of {res.baseline} / of the arm; never-grokked runs count "
-        f"as +inf ('censored' median); '>' marks a lower bound (baseline censored, budget used); "
-        f"95% bootstrap intervals ({res.n_boot} resamples).",
+        f"Speedup = Kaplan-Meier median grok step of {res.baseline} / of the arm. A median is "
+        "'> T' when half or more of its runs never grokked (beyond the largest budget T); then "
+        "the speedup is a bound: '> x' (baseline censored: at least x), '< x' (arm censored), "
+        "'n/a' (both censored). Intervals: 95% Brookmeyer-Crowley for a median; for a speedup "
+        "the ratio of two 97.5% median intervals (>= 95% joint coverage).",
     )
     if not wide:
-        cols = (res.by, "arm", "k", "n", "rate", "median", "speedup", "speedup_lo",
-                "speedup_hi", "lower_bound", "failed")
+        cols = (res.by, "arm", "k", "n", "rate", "median", "median_lo", "median_hi", "speedup",
+                "speedup_lo", "speedup_hi", "kind", "failed")
         rows = tuple(
-            (r.group, r.arm, r.k, r.n, r.k / r.n if r.n else math.nan, r.median, r.speedup,
-             *r.speedup_ci, r.lower_bound, r.n_failed)
+            (r.group, r.arm, r.k, r.n, r.k / r.n if r.n else math.nan,
+             median_value(r.median, r.max_time), *r.median_ci, speedup_value(r),
+             *r.speedup_ci, r.kind, r.n_failed)
             for r in res.rows
         )
         return [Table(f"Speedup vs {res.baseline}", cols, rows, note)]
@@ -143,21 +189,36 @@ def speedup_tables(res: SpeedupTable, wide: bool = True) -> list[Table]:
         row: list[object] = [g]
         for a in res.arms:
             r = cell.get((g, a))
-            row.append(f"{_step(r.median)} ({r.k}/{r.n})" if r else "")
+            row.append(f"{fmt(median_value(r.median, r.max_time))} ({r.k}/{r.n})" if r else "")
             if a != res.baseline:
                 row.append(_speedup_text(r) if r else "")
         rows.append(tuple(row))
     return [Table(f"Speedup vs {res.baseline}", tuple(cols), tuple(rows), note)]
 
 
+def speedup_value(r) -> object:
+    """The speedup as a table value: a number, a Bound ('> x', '< x'), or None (undefined)."""
+    if r.kind == "lower":
+        return Bound(">", r.speedup)
+    if r.kind == "upper":
+        return Bound("<", r.speedup)
+    if r.kind == "none" or math.isnan(r.speedup):
+        return None
+    return r.speedup
+
+
 def _speedup_text(r) -> str:
-    if math.isnan(r.speedup):
-        return "n/a"
-    if r.lower_bound:
-        return f">{r.speedup:.3g}x"
+    if r.kind == "none" or math.isnan(r.speedup):
+        return "n/a (both censored)" if r.n and r.k == 0 else "n/a"
     lo, hi = r.speedup_ci
-    ci = "" if math.isnan(lo) else f" [{lo:.3g}, {hi:.3g}]"
-    return f"{r.speedup:.3g}x{ci}"
+    ci = "" if math.isnan(lo) else f" [{fmt(sig3(lo))}, {fmt(sig3(hi))}]"
+    op = {"lower": "> ", "upper": "< "}.get(r.kind, "")
+    return f"{op}{r.speedup:.3g}x{ci}"
+
+
+def sig3(v: float) -> float:
+    """v rounded to 3 significant digits (inf/NaN kept)."""
+    return float(f"{v:.3g}") if math.isfinite(v) else v
 
 
 def phase_tables(res: PhaseDiagram) -> list[Table]:
@@ -245,6 +306,8 @@ def to_latex(t: Table) -> str:
 
 
 def _json_value(v: object) -> object:
+    if isinstance(v, Bound):
+        return {"bound": v.op, "value": _json_value(v.value)}
     if isinstance(v, float):
         if math.isnan(v):
             return None

@@ -24,9 +24,24 @@ def test_scaling_json_and_plot(out, capsys, tmp_path):
     assert rc == 0 and (tmp_path / "s.png").stat().st_size > 0
     tables = json.loads(capsys.readouterr().out)
     fits = {r["arm"]: r for r in tables[0]["rows"]}
-    assert fits["forge"]["censored"] == 1 and fits["forge+grokfast"]["excluded"] == 1
-    assert 0 < fits["forge"]["alpha"] < 1
-    assert tables[1]["rows"][0]["arm_b"] == "forge+grokfast"
+    # forge: one not_grokked run; forge+grokfast: one diverged run (censored at the budget)
+    assert fits["forge"]["censored"] == 1 and fits["forge+grokfast"]["censored"] == 1
+    assert fits["forge"]["method"] == "aft" and fits["forge"]["alpha"] > 0
+    assert tables[2]["rows"][0]["arm_b"] == "forge+grokfast"
+
+
+def test_scaling_with_a_never_grokked_arm_exits_0(out, capsys):
+    rc = main(["analyze", "scaling", str(out / "tiny_ablation"), "--method", "both",
+               "--compare", "mlp", "forge", "--format", "json", "--where", "group=S3",
+               "--where", "group=S3"])
+    assert rc == 0
+    tables = json.loads(capsys.readouterr().out)
+    mlp = [r for r in tables[0]["rows"] if r["arm"] == "mlp"]
+    assert {r["method"] for r in mlp} == {"aft", "ols"}
+    assert all(r["alpha"] is None and r["note"].startswith("not fitted") for r in mlp)
+    groups = {(r["arm"], r["group"]): r for r in tables[1]["rows"]}
+    assert groups[("mlp", "S3")]["km_median"] == {"bound": ">", "value": 4000}
+    assert tables[2]["rows"][0]["note"].startswith("not compared")
 
 
 def test_signtest_csv(out, capsys):
@@ -39,7 +54,7 @@ def test_signtest_csv(out, capsys):
 
 
 @pytest.mark.parametrize("cmd", [
-    ["speedup", "tiny_ablation", "--baseline", "mlp", "--bootstrap", "50", "--format", "tex"],
+    ["speedup", "tiny_ablation", "--baseline", "mlp", "--format", "tex"],
     ["phase", "tiny_capacity"],
     ["curves", "tiny_ablation", "--arms", "forge", "mlp"],
 ])
@@ -63,7 +78,7 @@ def test_report(out, capsys):
 @pytest.mark.parametrize("args, msg", [
     (["phase", "NOPE"], "no such sweep output dir"),
     (["signtest", "tiny_ablation", "--arms", "forge", "gpt"], "arm 'gpt' not present"),
-    (["scaling", "tiny_ablation", "--arms", "mlp", "--medians"], "too few points"),
+    (["scaling", "tiny_ablation", "--arms", "mlp", "--medians"], "apply to the OLS fit"),
     (["curves", "tiny_capacity"], "no curves"),
 ])
 def test_user_errors_exit_2_with_one_line(out, capsys, args, msg):

@@ -34,19 +34,19 @@ def sweeps(tmp_path_factory, tiny):
 def goldens(sweeps) -> dict[str, str]:
     ab, cap = sweeps
     T = ab.trials
-    sc = scaling(T, arms=["forge", "forge+grokfast"], n_boot=200, seed=0)
+    sc = scaling(T, arms=["forge", "forge+grokfast", "mlp"], methods=("aft", "ols"), n_boot=200,
+                 seed=0)
     return {
         "scaling.md": render(scaling_tables(sc, compare_alpha(T, "forge", "forge+grokfast"))),
         "scaling_medians.csv": render(tables_of(
-            scaling(T, arms=["forge", "forge+grokfast"], medians=True, n_boot=200, seed=0)),
-            "csv"),
+            scaling(T, arms=["forge", "forge+grokfast"], methods=("ols",), medians=True,
+                    n_boot=200, seed=0)), "csv"),
         "signtest.md": render(tables_of(sign_test(T, "grok_step", "forge", "mlp",
                                                   alternative="less"))),
         "signtest_eff_modes.md": render(tables_of(sign_test(
             T, "metric_eff_modes", "forge", "mlp", alternative="greater"))),
-        "speedup.md": render(tables_of(speedup_table(T, "mlp", n_boot=200, seed=0))),
-        "speedup_long.csv": render(
-            speedup_tables(speedup_table(T, "mlp", n_boot=200, seed=0), wide=False), "csv"),
+        "speedup.md": render(tables_of(speedup_table(T, "mlp"))),
+        "speedup_long.csv": render(speedup_tables(speedup_table(T, "mlp"), wide=False), "csv"),
         "phase.md": render(tables_of(phase_diagram(cap.trials))),
         "curves.md": render(tables_of(curve_bands(ab.curves))),
     }
@@ -65,7 +65,7 @@ def test_golden_tables(sweeps):
 def test_golden_values_are_the_fixture_truth(sweeps):
     # a few numbers checked by hand against the fixture's construction, not just re-read
     ab, cap = sweeps
-    sp = speedup_table(ab.trials, "mlp", n_boot=0)
+    sp = speedup_table(ab.trials, "mlp")
     cell = {(r.group, r.arm): r for r in sp.rows}
     assert (cell[("S3", "mlp")].k, cell[("S3", "mlp")].n) == (0, 3)  # matched MLP fails
     assert cell[("A4", "forge")].k == 2  # one censored forge run on A4
