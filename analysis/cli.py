@@ -1,4 +1,5 @@
-"""`grokray analyze scaling|signtest|speedup|phase|curves|report OUT/SWEEP... [options]`.
+"""`grokray analyze scaling|signtest|speedup|phase|curves|report OUT/SWEEP... [options]`, and
+`grokray analyze ledger OUT`: the reproduction ledger of every sweep under one output root.
 
 Each table command loads the sweep output dirs, computes a frozen result, prints its tables
 (`--format md|csv|tex|json`) and, with `--plot FILE.png`, draws it. `report` writes one Markdown
@@ -86,6 +87,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="report path (default: OUT/SWEEP/report/report.md of the first sweep)")
     _boot(s)
 
+    s = sub.add_parser("ledger", help="the reproduction ledger: every paper claim vs measured",
+                       description="One row per headline claim of the three papers: the paper's "
+                                   "number, the measured value with its 95% interval, runs "
+                                   "grokked/censored, a verdict and the command. Reads "
+                                   "OUT/<sweep> for each claim's sweep; a claim without data is "
+                                   "a 'not run' row. Writes OUT/ledger.md and OUT/ledger.json.")
+    s.add_argument("out", metavar="OUT", help="output root the ledger sweeps wrote into")
+    s.add_argument("--scale", choices=("cpu",), default="cpu",
+                   help="which sweeps the claims read (default cpu: sweeps/cpu/*.yaml)")
+    s.add_argument("--format", choices=FORMATS, default="md", help="printed format (default md)")
+    s.add_argument("--no-write", action="store_true",
+                   help="print only; do not write OUT/ledger.md and OUT/ledger.json")
+
     p.set_defaults(func=main)
     return p
 
@@ -137,6 +151,8 @@ def _compute(args: argparse.Namespace):
 
 def main(args: argparse.Namespace) -> int:
     """Run one analysis; print its tables (and write its plot / report)."""
+    if args.analysis == "ledger":
+        return _ledger(args)
     if args.analysis == "report":
         from pathlib import Path
 
@@ -155,4 +171,22 @@ def main(args: argparse.Namespace) -> int:
 
         path = plot(res, args.plot)
         print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _ledger(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from analysis.errors import AnalysisError
+    from analysis.ledger import ledger, ledger_table, write_ledger
+    from analysis.tables import render
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise AnalysisError(f"{out} is not a directory (give the output root of the sweeps)")
+    L = ledger(out, scale=args.scale)
+    sys.stdout.write(render([ledger_table(L)], args.format))
+    if not args.no_write:
+        md, js = write_ledger(L)
+        print(f"wrote {md} and {js}", file=sys.stderr)
     return 0

@@ -1,4 +1,4 @@
-"""The one `grokray` command: `run | sweep | status | groups | analyze`.
+"""The one `grokray` command: `run | sweep | status | groups | analyze | reproduce`.
 
 Each subcommand lives in its own module exposing `add_parser(subparsers)` (which registers the
 subcommand and sets `func`) and a `main(args) -> int`. This file only wires them together, so
@@ -20,6 +20,7 @@ COMMANDS = {
     "status": "grokray.commands.status",
     "groups": "grokray.commands.groups",
     "analyze": "analysis.cli",
+    "reproduce": "grokray.commands.reproduce",
 }
 
 

@@ -1,4 +1,5 @@
-"""Issue 8 acceptance, CPU scale: effective harmonic modes, MLP vs FORGE (sweeps/fourier_sign_cpu).
+"""Issue 8 acceptance, CPU scale: effective harmonic modes, MLP vs FORGE
+(sweeps/cpu/fourier_sign.yaml).
 
 The FORGE paper (Z97, 30,000 steps, 6 seeds): FORGE about 23 effective modes vs the MLP's 16,
 sign test p < 0.016. This test runs the trials of the shipped CPU spec (Z31 addition, train 0.7,
@@ -26,7 +27,8 @@ from grokray.trainer import run_trial
 
 pytestmark = pytest.mark.slow
 
-SPEC = os.path.join(os.path.dirname(__file__), "..", "..", "sweeps", "fourier_sign_cpu.yaml")
+SPEC = os.path.join(os.path.dirname(__file__), "..", "..", "sweeps", "cpu",
+                    "fourier_sign.yaml")
 
 
 def test_fourier_sign_cpu_both_arms_grok_and_signtest_runs():

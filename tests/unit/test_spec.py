@@ -125,11 +125,12 @@ def test_missing_file_exit_2(tmp_path, capsys):
     assert "not found" in capsys.readouterr().err
 
 
-SWEEPS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "sweeps",
-                                       "*.yaml")))
+_SWEEPS_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "sweeps")
+SWEEPS = sorted(glob.glob(os.path.join(_SWEEPS_DIR, "*.yaml"))
+                + glob.glob(os.path.join(_SWEEPS_DIR, "cpu", "*.yaml")))
 
 
-@pytest.mark.parametrize("path", SWEEPS, ids=[os.path.basename(p) for p in SWEEPS])
+@pytest.mark.parametrize("path", SWEEPS, ids=[os.path.relpath(p, _SWEEPS_DIR) for p in SWEEPS])
 def test_shipped_sweeps_validate(path):
     from grokray.sweep.spec import load_spec
 

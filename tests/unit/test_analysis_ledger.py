@@ -1,0 +1,112 @@
+"""The reproduction ledger (analysis/ledger.py) on the tiny fixture sweeps: verdicts, values and
+'not run' rows; `grokray analyze ledger` and `grokray reproduce --dry-run` through the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from analysis import ledger as L
+from grokray.cli import main
+
+
+@pytest.mark.parametrize(("paper", "value", "ci", "null", "log", "expected"), [
+    (10.2, 8.0, (5.0, 12.0), 1.0, True, L.REPRODUCED),  # paper inside the interval
+    (10.2, 9.0, (8.5, 9.5), 1.0, True, L.REPRODUCED),  # within 25% on the log scale
+    (10.2, 3.8, (3.0, 4.5), 1.0, True, L.SAME_DIRECTION),
+    (10.2, 0.5, (0.3, 0.8), 1.0, True, L.OPPOSITE),
+    (0.86, 1.5, (1.2, 1.9), 1.0, True, L.OPPOSITE),  # paper slower, measured faster
+    (583.0, -200.0, (-400.0, -50.0), 0.0, False, L.OPPOSITE),  # after instead of before
+    (0.17, 0.45, (0.25, 0.64), 0.0, False, L.SAME_DIRECTION),
+    (0.17, math.nan, L.NAN2, 0.0, False, L.NOT_RUN),
+])
+def test_verdicts(paper, value, ci, null, log, expected):
+    assert L.verdict_of(paper, value, ci, null=null, log=log, tol=0.25) == expected
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory, tiny):
+    root = tmp_path_factory.mktemp("ledger")
+    # the fixture sweeps stand in for the ledger's sweeps (by output dir name)
+    tiny.write_ablation(root / "nonabelian_cpu")
+    tiny.write_ablation(root / "scaling_cpu")
+    tiny.write_ablation(root / "fourier_sign_cpu")
+    tiny.write_capacity(root / "capacity_cpu")
+    return root
+
+
+def _rows(out):
+    return {r.claim.key: r for r in L.ledger(out).rows}
+
+
+def test_ledger_rows_from_the_fixture(out):
+    rows = _rows(out)
+    assert len(rows) == len(L.CLAIMS)
+    na = rows["forge.nonabelian.mlp_fails"]
+    # fixture: the MLP never groks S3/D4/A4 (9 runs); FORGE 8/9 (A4 seed 2 censored)
+    assert na.measured.value == 0.0 and na.measured.ci[0] == 0.0
+    assert (na.measured.grokked, na.measured.censored) == (8, 10)
+    assert na.verdict == L.SAME_DIRECTION  # one FORGE run censored: not the paper's clean claim
+    al = rows["forge.scaling.alpha"]  # fixture: 300 |G|^0.5
+    assert al.measured.value == pytest.approx(0.5, abs=0.1)
+    assert al.verdict == L.SAME_DIRECTION and al.measured.censored == 1
+    grok = rows["forge.all_groups_grok"]
+    assert grok.measured.value == pytest.approx(14 / 15)
+    em = rows["forge.eff_modes"]  # fixture: 23 vs 16 modes
+    assert em.measured.value == pytest.approx(7.0, abs=1.5) and em.verdict == L.REPRODUCED
+    cap = rows["forge.capacity.threshold"]  # fixture: P(grok) = 1/2 at R*d = 100
+    assert 40 < cap.measured.value < 250
+    assert cap.measured.grokked + cap.measured.censored == 48
+    assert "grokray sweep sweeps/cpu/capacity.yaml" in cap.command
+
+
+def test_claims_without_data_are_not_run_rows(out, tmp_path):
+    rows = _rows(out)
+    for key in ("forge.z97.speedup.forge+grokfast", "geom.spherical.speedup", "rfm.iters.add",
+                "forge.cp_rank_s4"):
+        assert rows[key].verdict == L.NOT_RUN and math.isnan(rows[key].measured.value)
+    empty = L.ledger(tmp_path / "nothing")
+    assert {r.verdict for r in empty.rows} == {L.NOT_RUN}
+
+
+def test_a_damaged_sweep_is_a_not_run_row(tmp_path, tiny):
+    tiny.write_ablation(tmp_path / "scaling_cpu")
+    (tmp_path / "scaling_cpu" / "trials" / "zz-broken.parquet").write_text("not parquet")
+    rows = _rows(tmp_path)
+    r = rows["forge.scaling.alpha"]
+    assert r.verdict == L.NOT_RUN and "cannot read" in r.measured.detail
+
+
+def test_cli_ledger_json_and_files(out, capsys):
+    assert main(["analyze", "ledger", str(out), "--format", "json"]) == 0
+    tables = json.loads(capsys.readouterr().out)
+    rows = {r["claim"]: r for r in tables[0]["rows"]}
+    assert rows["forge.eff_modes"]["verdict"] == L.REPRODUCED
+    assert rows["rfm.iters.mul"]["verdict"] == L.NOT_RUN
+    assert (out / "ledger.md").read_text().startswith("# Reproduction ledger")
+    on_disk = json.loads((out / "ledger.json").read_text())
+    assert on_disk[0]["rows"] == tables[0]["rows"]
+
+
+def test_cli_ledger_on_a_file_is_exit_2(tmp_path, capsys):
+    f = tmp_path / "f.txt"
+    f.write_text("x")
+    assert main(["analyze", "ledger", str(f)]) == 2
+    assert "not a directory" in capsys.readouterr().err
+
+
+def test_reproduce_dry_run_lists_every_ledger_sweep(tmp_path, capsys):
+    assert main(["reproduce", "--scale", "cpu", "--out", str(tmp_path), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    for name in ("nonabelian_cpu", "z97_ablation_cpu", "a5_ablation_cpu", "scaling_cpu",
+                 "fourier_sign_cpu", "axioms_cpu", "capacity_cpu", "topology_cpu", "rfm_cpu"):
+        assert f"sweep {name}:" in text
+    assert not any(tmp_path.iterdir())  # a dry run writes nothing
+
+
+def test_reproduce_unknown_sweep_is_exit_2(tmp_path, capsys):
+    assert main(["reproduce", "--out", str(tmp_path), "--only", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown ledger sweep" in err and "scaling_cpu" in err
