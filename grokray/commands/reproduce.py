@@ -72,6 +72,7 @@ def main(args: argparse.Namespace) -> int:
                                + ", ".join(s.name for s in specs))
         specs = [s for s in specs if s.name in args.only or Path(s.path).stem in args.only]
     timings: list[tuple[str, float]] = []
+    stopped = ""
     for spec in specs:
         plan = make_plan(spec)
         print(describe(plan), flush=True)
@@ -95,6 +96,12 @@ def main(args: argparse.Namespace) -> int:
         failed = sum(o.error is not None for o in writer.outcomes)
         print(f"sweep {spec.name}: {len(writer.outcomes)} trials in {dt:.0f} s; {failed} failed",
               flush=True)
+        left = make_plan(spec).n_todo_trials
+        if left:  # interrupted (Ctrl-C ends a Ray Tune run quietly): run no further sweep
+            stopped = (f"sweep {spec.name} stopped with {left} trials left; run the same "
+                       "command again to resume")
+            print(stopped, flush=True)
+            break
     if args.dry_run:
         return 0
     if timings:
@@ -105,6 +112,9 @@ def main(args: argparse.Namespace) -> int:
     sys.stdout.write(render([ledger_table(L)], "md"))
     md, js = write_ledger(L)
     print(f"wrote {md} and {js}", flush=True)
+    if stopped:
+        print(f"grokray reproduce: {stopped}", file=sys.stderr)
+        return 130
     return 0
 
 
