@@ -253,13 +253,17 @@ def all_grok(arm: str) -> Callable[[pd.DataFrame], Measured]:
 
 
 def scaling_alpha(T: pd.DataFrame) -> Measured:
-    """FORGE's exponent alpha of grok_step = c |G|^alpha (per-seed OLS on log-log)."""
+    """FORGE's exponent alpha of grok_step = c |G|^alpha: analysis.powerlaw's default fit (the
+    censored log-normal AFT over every timed run: a censored run counts as 'longer than its
+    budget')."""
     from analysis.powerlaw import fit_power_law
 
     f = fit_power_law(T, papers.SCALING_ARM, n_boot=0)
-    detail = (f"c {f.c:.4g}, R^2 {f.r2:.3f}; {f.n_groups} groups, {f.n_points} points; "
-              f"censored runs left out of the fit"
-              + (f" (groups: {', '.join(f.censored_groups)})" if f.censored_groups else ""))
+    if not f.fitted:
+        raise AnalysisError(f"no power law: {f.reason}")
+    detail = (f"{f.method}: c {f.c:.4g}; {f.n_groups} groups, {f.n_runs} runs"
+              + (f"; groups with no grokked run: {', '.join(f.censored_groups)}"
+                 if f.censored_groups else ""))
     return Measured(f.alpha, f.alpha_ci, f.n_grokked, f.n_censored, detail)
 
 
