@@ -10,9 +10,16 @@ train and val sets every `eval_every` steps. It computes the same math as grokra
 (same split, shapes, init scale, optimizer settings, FORGE losses and lambda schedule, transformer
 layout) with stock PyTorch modules. grokray runs `run_trial(cfg)` with the S seeds together.
 
-The last column is the ratio of GEMM work (multiply-adds per seed-step, reference / grokray;
-`work_ratio`): the speedup grokray would show if both ran their matmuls equally fast and nothing
-else cost anything. It bounds what removing work can give at a given shape.
+The "work ratio" column is the ratio of GEMM work (multiply-adds per seed-step, reference /
+grokray; `work_ratio`): the speedup grokray would show if both ran their matmuls equally fast and
+nothing else cost anything. It bounds what removing work can give at a given shape.
+
+Roofline (benchmarks/roofline.py): one extra run of each side counts every matmul by shape
+(forward and backward); the machine's sgemm rate at each of those shapes is measured in the same
+process, and "roof" = (seconds those matmuls alone would take at those rates) / (the side's wall
+time), the fraction of the machine's GEMM limit at its own shapes that the run reaches (1.0:
+nothing but GEMMs, each as fast as alone). "GF/s" is the side's achieved GEMM rate (GEMM FLOPs /
+wall); "limit GF/s" is the machine's rate at grokray's shapes (FLOPs / GEMM-only seconds).
 
 Figure: seed-steps/s = S * steps / wall seconds (setup included for both: model init, split,
 optimizer; the group's Cayley table is built once before timing). Reference and grokray runs
@@ -30,6 +37,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+from roofline import GemmCounter, cube_rate, gemm_seconds, sgemm_rates
 from torch import nn
 
 from grokray.config import TrialConfig
@@ -254,8 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     print(f"torch {torch.__version__}, {args.threads} thread(s), repeats {repeats}, "
           f"overrides {overrides or '-'}", flush=True)
+    rate_cache: dict = {}
+    print(f"sgemm 1024^3: {cube_rate() / 1e9:.1f} GFLOP/s", flush=True)
     print(f"{'arch':12s} {'group':6s} {'S':>3s} {'steps':>5s} {'ref s-st/s':>11s} "
-          f"{'grokray s-st/s':>15s} {'ratio':>6s} {'work ratio':>10s}", flush=True)
+          f"{'grokray s-st/s':>15s} {'ratio':>6s} {'work ratio':>10s} | {'ref GF/s':>8s} "
+          f"{'roof':>5s} | {'GF/s':>6s} {'limit GF/s':>10s} {'roof':>5s}", flush=True)
     for arch in archs:
         for group in args.groups.split(","):
             task = make_task(group)
@@ -272,10 +283,19 @@ def main(argv: list[str] | None = None) -> int:
                         (ref if fn is reference_run else ours).append(S * steps / wall)
                 rr, oo = statistics.median(ref), statistics.median(ours)
                 wr = work_ratio(cfg, task)
-                rows.append((arch, group, S, steps, rr, oo, oo / rr, wr))
+                roof = {}
+                for side, rate in (("ref", rr), ("ours", oo)):
+                    with GemmCounter() as gc:
+                        reference_run(cfg, task) if side == "ref" else grokray_run(cfg)
+                    t_gemm = gemm_seconds(gc.shapes, sgemm_rates(gc.shapes, cache=rate_cache))
+                    wall = S * steps / rate
+                    roof[side] = (gc.flops / wall, gc.flops / t_gemm, t_gemm / wall)
+                rows.append((arch, group, S, steps, rr, oo, oo / rr, wr, roof))
                 wtxt = "-" if wr is None else f"{wr:.2f}x"
+                (rg, _, rf), (og, ol, of) = roof["ref"], roof["ours"]
                 print(f"{arch:12s} {group:6s} {S:3d} {steps:5d} {rr:11.1f} {oo:15.1f} "
-                      f"{oo / rr:5.2f}x {wtxt:>10s}", flush=True)
+                      f"{oo / rr:5.2f}x {wtxt:>10s} | {rg / 1e9:8.1f} {rf:5.2f} | "
+                      f"{og / 1e9:6.1f} {ol / 1e9:10.1f} {of:5.2f}", flush=True)
     return 0
 
 
