@@ -41,7 +41,7 @@ from grokray.models import (
     stack_init,
     uniform,
 )
-from grokray.models.fused import Workspace, assoc_sampled, forge_loss, ident_inv
+from grokray.models.fused import Workspace, assoc_all, assoc_sampled, forge_loss, ident_inv
 from grokray.models.registry import Family
 from grokray.optim.schedules import lambda_alg
 from grokray.trainer import train
@@ -49,9 +49,10 @@ from grokray.trainer import train
 if TYPE_CHECKING:  # pragma: no cover
     from grokray.config import TrialConfig
 
-DIRECT_ASSOC_MAX = 3 << 17
-"""L_assoc over all triples term by term while S n^3 R is at most this (S = 8, R = 64: up to
-9 elements), else through Gram matrices; both exact (see Forge._assoc_direct)."""
+DIRECT_ASSOC_MAX = 7 << 17
+"""L_assoc over all triples term by term (fused, models/fused.py assoc_all) while S n^3 R is at
+most this (S = 8, R = 64: up to 12 elements), else through Gram matrices; both exact. Measured
+crossing (benchmarks/bench_algebra_loss.py --aux): between 12 and 14 elements at S = 8."""
 
 
 @dataclass
@@ -325,19 +326,11 @@ class Forge:
 
     def _assoc_direct(self, Ux: torch.Tensor, Vy: torch.Tensor) -> torch.Tensor:
         """The same loss as `_assoc_full`, term by term over all n^3 triples, sharing the n^2
-        products m_ij: (U m_ij) * (V x_k) - (U x_i) * (V m_jk) for every triple, then one GEMM
-        through W. O(n^3 R d), and few ops: faster than the Gram form for tiny groups
-        (measured at S = 8: S3 1.0 vs 3.1 ms, D4 2.2 vs 3.6 ms, Z9 3.4 vs 5.0 ms; Z10 5.8 vs
-        5.0 ms), so it is used while S n^3 R <= DIRECT_ASSOC_MAX."""
-        S, n, R = Ux.shape
-        W = self.params["W"]
-        # at these sizes the [n, n, R] product is cheaper than _mu_all_pairs' GEMM (measured:
-        # D4 step 5.8 vs 7.4 ms)
-        M = torch.bmm((Ux[:, :, None, :] * Vy[:, None]).reshape(S, n * n, R), _t(W))
-        UM, VM = self._uv_all_pairs(M)
-        left = UM[:, :, :, None, :] * Vy[:, None, None, :, :]  # [i, j, k]: (U m_ij) * (V x_k)
-        right = Ux[:, :, None, None, :] * VM[:, None, :, :, :]  # (U x_i) * (V m_jk)
-        return _sqnorm(torch.bmm((left - right).reshape(S, n**3, R), _t(W)))
+        products m_ij, with the gradient computed in the forward (models/fused.py assoc_all).
+        O(n^3 R d) and few passes: faster than the Gram form for small groups, so it is used
+        while S n^3 R <= DIRECT_ASSOC_MAX. Ux, Vy: the tables E U^T, E V^T [S, n, R]."""
+        p = self.params
+        return assoc_all(Ux, Vy, p["U"], p["V"], p["W"], self.ws)
 
     def _assoc_naive(self, E: torch.Tensor, i: torch.Tensor | None = None,
                      j: torch.Tensor | None = None, k: torch.Tensor | None = None) -> torch.Tensor:

@@ -3,6 +3,7 @@
     mlp_loss(Ta, Tb, W2, b2, a, b, y, act, chunk, ws)            -> [S]  mean cross-entropy
     forge_loss(Ut, Vt, W, Dec, bias, scale, a, b, y, chunk, ws)   -> [S]  mean cross-entropy
     assoc_sampled(Ut, Vt, U, V, W, i, j, k, ws)                    -> [S]  FORGE's L_assoc
+    assoc_all(Ut, Vt, U, V, W, ws)                                 -> [S]  L_assoc, all triples
     ident_inv(Ux, Vx, x, e, gx, U, V, W, w_ident, w_inv)           -> FORGE's L_ident, L_inv
     nll_rows_(L, y)                                                -> per-row cross-entropy
 
@@ -291,6 +292,61 @@ def assoc_sampled(Ut: torch.Tensor, Vt: torch.Tensor, U: torch.Tensor, V: torch.
     reused), as for the data losses.
     """
     return _AssocSampled.apply(Ut, Vt, U, V, W, i, j, k, ws)
+
+
+class _AssocAll(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, Ut, Vt, U, V, W, ws):  # noqa: D102
+        S, n, R = Ut.shape
+        d, N = W.shape[1], n**3
+        Wt = W.transpose(1, 2)
+        P = torch.mul(Ut[:, :, None, :], Vt[:, None], out=ws.get("aP", (S, n, n, R), Ut))
+        P2 = P.view(S, n * n, R)  # (U x_i) * (V x_j)
+        M = torch.bmm(P2, Wt)  # m_ij = mu(x_i, x_j) [S, n n, d]
+        UM, VM = torch.bmm(M, U.transpose(1, 2)), torch.bmm(M, V.transpose(1, 2))  # [S, n n, R]
+        UM4, VM4 = UM.view(S, n, n, 1, R), VM.view(S, 1, n, n, R)
+        Vk, Ui = Vt.view(S, 1, 1, n, R), Ut.view(S, n, 1, 1, R)
+        D = torch.mul(UM4, Vk, out=ws.get("aD", (S, n, n, n, R), Ut))  # (U m_ij) * (V x_k)
+        D.addcmul_(Ui, VM4, value=-1.0)  # - (U x_i) * (V m_jk)
+        r = torch.bmm(D.view(S, N, R), Wt, out=ws.get("ar", (S, N, d), Ut))
+        rf = r.view(S, -1)
+        loss = torch.linalg.vecdot(rf, rf) / N
+        if not any(ctx.needs_input_grad[:5]):
+            return loss
+        dr = r.mul_(2.0 / N)
+        gW = torch.bmm(dr.transpose(1, 2), D.view(S, N, R))
+        dD = torch.bmm(dr, W, out=D.view(S, N, R)).view(S, n, n, n, R)
+        tmp = ws.get("aT", (S, n, n, n, R), Ut)
+        dUM = torch.mul(dD, Vk, out=tmp).sum(3)  # [S, n, n, R]: sum_k dD_ijk * V x_k
+        dVt = torch.mul(dD, UM4, out=tmp).sum((1, 2))  # [S, n, R]
+        dUt = torch.mul(dD, VM4, out=tmp).sum((2, 3)).neg_()
+        dVM = torch.mul(dD, Ui, out=tmp).sum(1).neg_()  # [S, n, n, R] over (j, k)
+        dUM, dVM = dUM.view(S, n * n, R), dVM.view(S, n * n, R)
+        dM = torch.bmm(dUM, U).baddbmm_(dVM, V)  # [S, n n, d]
+        gU, gV = torch.bmm(dUM.transpose(1, 2), M), torch.bmm(dVM.transpose(1, 2), M)
+        gW.baddbmm_(dM.transpose(1, 2), P2)
+        dP = torch.bmm(dM, W).view(S, n, n, R)
+        dUt += torch.mul(dP, Vt[:, None], out=P).sum(2)
+        dVt += torch.mul(dP, Ut[:, :, None], out=P).sum(1)
+        ctx.save_for_backward(dUt, dVt, gU, gV, gW)
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):  # noqa: D102
+        return (*_scale(ctx.saved_tensors, g), None)
+
+
+def assoc_all(Ut: torch.Tensor, Vt: torch.Tensor, U: torch.Tensor, V: torch.Tensor,
+              W: torch.Tensor, ws: Workspace) -> torch.Tensor:
+    """Mean over all n^3 triples of |mu(mu(x_i,x_j),x_k) - mu(x_i,mu(x_j,x_k))|^2, [S], exactly.
+
+    Term by term, sharing the n^2 products m_ij = mu(x_i, x_j): the difference before W,
+    (U m_ij) * (V x_k) - (U x_i) * (V m_jk), for every triple, then one GEMM through W; the
+    gradient is computed in the forward (3 GEMMs of n^3 x R x d, the reductions over i, j, k as
+    products summed over a middle dim, buffers reused). Ut = E U^T, Vt = E V^T [S, n, R]; U, V
+    [S, R, d]; W [S, d, R]. O(n^3 R d): for small groups (see models/forge.py).
+    """
+    return _AssocAll.apply(Ut, Vt, U, V, W, ws)
 
 
 class _IdentInv(torch.autograd.Function):

@@ -193,17 +193,19 @@ def test_activation_names_are_one_list():
         assert act.metadata["choices"] == ACTIVATIONS == tuple(ACTS)
 
 
-@pytest.mark.parametrize("n", [3, 7])
+@pytest.mark.parametrize("n", [3, 7, 12])
 def test_forge_assoc_direct_equals_gram_and_naive(n):
-    """The term-by-term all-triples L_assoc (used for tiny groups) equals the Gram form and the
-    naive loss, in value and gradient."""
+    """The term-by-term all-triples L_assoc (used for small groups; fused gradient) equals the
+    Gram form and the naive loss, in value and gradient, also with per-seed weights."""
     m = Forge(_cfg(arch="forge"), n, n, [0, 1], dtype=torch.float64)
     with torch.no_grad():
         m.params["E"].mul_(3.0)
     ps = [m.params[k] for k in ("E", "U", "V", "W")]
+    w = torch.tensor([0.7, -1.3], dtype=torch.float64)
     naive = m._assoc_naive(m.params["E"])
-    g_naive = torch.autograd.grad(naive.sum(), ps)
-    for got in (m._assoc_direct(*m._tables()), m._assoc_full(*m._tables())):
+    g_naive = torch.autograd.grad((w * naive).sum(), ps)
+    for got in (m._assoc_direct(*m._tables()), m._assoc_direct(*m._tables()),
+                m._assoc_full(*m._tables())):  # direct twice: reused buffers
         torch.testing.assert_close(got, naive)
-        for x, y in zip(torch.autograd.grad(got.sum(), ps), g_naive, strict=True):
+        for x, y in zip(torch.autograd.grad((w * got).sum(), ps), g_naive, strict=True):
             torch.testing.assert_close(x, y)
