@@ -1,0 +1,170 @@
+"""FORGE's associativity loss: exact (all |G|^3 triples) vs sampled, in wall-clock time to grok.
+
+    python benchmarks/bench_algebra_loss.py                       # ablation + scaling groups
+    python benchmarks/bench_algebra_loss.py --groups S3,A5 --seeds 4 --steps 3000
+
+For each group, FORGE at the default config (train fraction 0.5, eval every 50 steps) is trained
+twice on the same seeds: once with L_assoc over all |G|^3 triples (`forge.alg_full_max` 64, the
+exact loss) and once with `forge.alg_samples` triples sampled per step (`forge.alg_full_max` 0).
+Printed per group and mode: seeds grokked / seeds (a seed that did not grok within --steps is
+censored, shown as '>steps'), the median grok step, the median wall-clock seconds to grok (the
+trial's elapsed time at the eval where that seed grokked, S seeds trained together; censored
+seeds count as the whole run), and the ms per step while every seed trains with lambda_alg > 0.
+The last columns time one step of each mode and of the matched-budget MLP on the same group
+(best of --repeats interleaved runs of --time-steps steps, no eval): the FORGE / MLP step ratio.
+
+    python benchmarks/bench_algebra_loss.py --aux --groups S3,D4,Q8,A4,Z14,D8,S4,A5 --seeds 8
+
+times L_assoc alone (forward + backward, ms, best of --repeats rounds that alternate the forms):
+the two exact forms (term by term over all triples, models/fused.py assoc_all; Gram matrices,
+Forge._assoc_full) and the sampled one (forge.alg_samples triples): where the exact forms cross
+sets forge.DIRECT_ASSOC_MAX.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import torch
+
+from grokray.config import TrialConfig
+from grokray.trainer import run_trial
+
+MODES = {"exact": {"forge.alg_full_max": 64}, "sampled": {"forge.alg_full_max": 0}}
+GROUPS = "S3,D4,A4,Q8,D6,Dic3,F21,S4,Heis3,A5"
+
+
+def cfg_of(group: str, arch: str, seeds: int, steps: int, over: dict) -> TrialConfig:
+    base = {"group": group, "arch": arch, "steps": steps, "eval_every": 50, "train_frac": 0.5,
+            "seeds": list(range(seeds)), "device": "cpu"}
+    if arch == "mlp":
+        base["model.matched_budget"] = True
+    return TrialConfig.from_dict({**base, **over})
+
+
+def time_to_grok(group: str, seeds: int, steps: int, over: dict) -> dict:
+    """One trial; per seed the grok step and the elapsed seconds at that eval."""
+    stamps: dict[int, float] = {}
+    t0 = time.perf_counter()
+
+    def progress(p) -> None:
+        stamps[p.step] = time.perf_counter() - t0
+
+    cfg = cfg_of(group, "forge", seeds, steps, over)
+    r = run_trial(cfg, progress)
+    wall = time.perf_counter() - t0
+    grok = [s.grok_step for s in r.seeds]
+    secs = [wall if g is None else stamps.get(g, wall) for g in grok]
+    # ms per step while all seeds train with the algebra loss on: up to the first grok/eval
+    first = min([g for g in grok if g is not None] or [steps])
+    early = max([s for s in stamps if s <= first] or [min(stamps)])
+    return {"grok": grok, "secs": secs, "wall": wall,
+            "ms_step": 1e3 * stamps[early] / max(early, 1)}
+
+
+def step_ms(group: str, arch: str, seeds: int, n: int, over: dict) -> float:
+    """ms per step of a run of n steps with the algebra loss on (lambda_alg > 0 throughout:
+    the schedule is set for 4n steps); eval only at step 0 and the last."""
+    over = {**over, "forge.lambda_end": 1.0, "metrics.patience": 0, "eval_every": 10 * n}
+    cfg = cfg_of(group, arch, seeds, n, over)
+    t0 = time.perf_counter()
+    run_trial(cfg)
+    return 1e3 * (time.perf_counter() - t0) / n
+
+
+def aux_ms(group: str, seeds: int, repeats: int) -> dict[str, float]:
+    """ms of one L_assoc forward + backward per form, best of `repeats` alternating rounds."""
+    from grokray.models.forge import Forge
+    from grokray.models.fused import assoc_all, assoc_sampled
+    from grokray.tasks import make_task
+
+    n = make_task(group).n_in
+    cfg = cfg_of(group, "forge", seeds, 1, {})
+    m = Forge(cfg, n, n, cfg.seeds)
+    p = m.params
+    for t in p.values():
+        t.requires_grad_()
+    ps = list(p.values())
+    idx = m._sample((cfg.forge.alg_samples, 3), n)
+
+    def run(form: str) -> None:
+        Ut, Vt = m._tables()
+        if form == "term by term":
+            loss = assoc_all(Ut, Vt, p["U"], p["V"], p["W"], m.ws)
+        elif form == "gram":
+            loss = m._assoc_full(Ut, Vt)
+        else:
+            i, j, k = idx[..., 0], idx[..., 1], idx[..., 2]
+            loss = assoc_sampled(Ut, Vt, p["U"], p["V"], p["W"], i, j, k, m.ws)
+        torch.autograd.grad(loss.sum(), ps, allow_unused=True)
+
+    forms = ["gram", "sampled"] + (["term by term"] if n <= 24 else [])
+    best = {f: float("inf") for f in forms}
+    for f in forms:
+        run(f)  # warm buffers
+    for _ in range(repeats):
+        for f in forms:
+            t0 = time.perf_counter()
+            run(f)
+            best[f] = min(best[f], 1e3 * (time.perf_counter() - t0))
+    return best
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--groups", default=GROUPS)
+    ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--time-steps", type=int, default=40)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-grok", action="store_true", help="only the step timings")
+    ap.add_argument("--aux", action="store_true", help="only L_assoc, per form")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    if args.aux:
+        reps = max(args.repeats, 5)
+        print(f"L_assoc forward + backward, ms, S = {args.seeds}, best of {reps}", flush=True)
+        print(f"{'group':7s} {'n':>3s} {'term by term':>12s} {'gram':>8s} {'sampled':>8s}")
+        for group in args.groups.split(","):
+            from grokray.tasks import make_task
+
+            b = aux_ms(group, args.seeds, reps)
+            tbt = b.get("term by term")
+            print(f"{group:7s} {make_task(group).n_in:3d} "
+                  f"{'-' if tbt is None else f'{tbt:.2f}':>12s} {b['gram']:8.2f} "
+                  f"{b['sampled']:8.2f}", flush=True)
+        return 0
+    print(f"torch {torch.__version__}, {args.threads} thread(s), S = {args.seeds}, budget "
+          f"{args.steps} steps, eval every 50", flush=True)
+    print(f"{'group':7s} {'mode':8s} {'grokked':>7s} {'med step':>8s} {'med s':>7s} "
+          f"{'ms/step':>7s} | step ms: exact sampled mlp  exact/mlp sampled/mlp", flush=True)
+    for group in args.groups.split(","):
+        step_ms(group, "forge", args.seeds, 2, {})  # warm: group, caches
+        best: dict[str, float] = {}
+        for _ in range(args.repeats):
+            for name, over in (*MODES.items(), ("mlp", {})):
+                arch = "mlp" if name == "mlp" else "forge"
+                ms = step_ms(group, arch, args.seeds, args.time_steps, over)
+                best[name] = min(best.get(name, ms), ms)
+        timing = (f"| {best['exact']:6.1f} {best['sampled']:6.1f} {best['mlp']:5.1f} "
+                  f"{best['exact'] / best['mlp']:7.1f}x {best['sampled'] / best['mlp']:7.1f}x")
+        if args.no_grok:
+            print(f"{group:7s} {'-':8s} {'':7s} {'':8s} {'':7s} {'':7s} {timing}", flush=True)
+            continue
+        for name, over in MODES.items():
+            r = time_to_grok(group, args.seeds, args.steps, over)
+            ok = [g for g in r["grok"] if g is not None]
+            med = statistics.median([args.steps + 1 if g is None else g for g in r["grok"]])
+            med_txt = f">{args.steps}" if med > args.steps else f"{med:.0f}"
+            print(f"{group:7s} {name:8s} {len(ok):3d}/{len(r['grok']):<3d} {med_txt:>8s} "
+                  f"{statistics.median(r['secs']):7.1f} {r['ms_step']:7.1f} {timing}  "
+                  f"steps {r['grok']}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
