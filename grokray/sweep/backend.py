@@ -13,7 +13,9 @@ Ray's error.
 Ray Tune is set up for many short trials: actors are reused between trials, Tune's per-trial
 loggers (JSON/CSV/TensorBoard) and its console reporter are off, worker output goes to Ray's log
 files only, and a trial's result (pickled `TrialResult`) travels back in its final
-`tune.report` and is dropped from Tune's state once the sink has it.
+`tune.report` and is dropped from Tune's state once the sink has it. Tiny configs (see
+`tiny_batches`) share one Tune trial, several in a row: Tune costs about 0.1 s per trial on a
+2-core machine, more than a tiny trial itself (benchmarks/bench_sweep_overhead.py).
 """
 
 from __future__ import annotations
@@ -193,21 +195,61 @@ def _plain(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
+TINY_PAIR_STEPS = 200_000
+"""A config is tiny when steps x seeds x train pairs is at most this (e.g. Z5 for 1,000 steps
+with 4 seeds): its run takes about as long as Tune's own work per trial."""
+MAX_BATCH = 8
+"""At most this many tiny configs share one Tune trial."""
+
+
+def _pair_steps(cfg: TrialConfig) -> float:
+    from grokray.groups import parse
+
+    try:
+        n = parse(cfg.group, cap=10**12).order  # the order from the name: nothing is built
+    except Exception:  # noqa: BLE001 - an unknown group fails in its trial, not here
+        return math.inf
+    return cfg.steps * len(cfg.seeds) * n * n * cfg.train_frac
+
+
+def tiny_batches(configs: Sequence[TrialConfig], slots: int) -> list[list[int]]:
+    """Indices of `configs` grouped into Tune trials: each non-tiny config alone; the tiny ones
+    (`TINY_PAIR_STEPS`) in runs of up to `MAX_BATCH`, small enough that every one of the
+    `slots` concurrent workers still gets about 4 trials (load balance)."""
+    tiny = [i for i, c in enumerate(configs) if _pair_steps(c) <= TINY_PAIR_STEPS]
+    size = max(1, min(MAX_BATCH, len(tiny) // (4 * max(1, slots))))
+    batches = [[i] for i, c in enumerate(configs) if _pair_steps(c) > TINY_PAIR_STEPS]
+    return batches + [tiny[i:i + size] for i in range(0, len(tiny), size)]
+
+
 def _tune_trainable(
-    params: dict[str, Any], configs: Sequence[dict[str, Any]] = (), trial_fn: TrialFn | None = None
+    params: dict[str, Any], configs: Sequence[dict[str, Any]] = (),
+    trial_fn: TrialFn | None = None, batches: Sequence[Sequence[int]] = (),
 ) -> None:
-    """The function Tune runs for a trial: one config, all its seeds, one final report."""
+    """The function Tune runs for a trial: one config (or a batch of tiny ones, one after the
+    other), all its seeds, one final report carrying every outcome."""
     import ray
     from ray import tune
 
-    cfg = config_of(params, configs)
-    out = execute(cfg, trial_fn or default_trial_fn())
-    out.node_id = ray.get_runtime_context().get_node_id()
-    if out.traceback:
-        print(out.traceback, flush=True)  # lands in Ray's worker log
+    outs = []
+    for cfg in configs_of(params, configs, batches):
+        out = execute(cfg, trial_fn or default_trial_fn())
+        out.node_id = ray.get_runtime_context().get_node_id()
+        if out.traceback:
+            print(out.traceback, flush=True)  # lands in Ray's worker log
+        outs.append(out)
     metrics = {k: (v if not _isnan(v) else float("nan")) for k, v in
-               outcome_summary(out).items()}
-    tune.report({**metrics, "failed": out.error is not None, "payload": pickle.dumps(out)})
+               outcome_summary(outs[0]).items()}
+    payload = pickle.dumps(outs if "batch" in params else outs[0])
+    tune.report({**metrics, "failed": outs[0].error is not None, "payload": payload})
+
+
+def configs_of(params: dict[str, Any], configs: Sequence[dict[str, Any]] = (),
+               batches: Sequence[Sequence[int]] = ()) -> list[TrialConfig]:
+    """The configs a Tune trial runs: a batch of tiny ones, or the one of `config_of`."""
+    if "batch" in params:
+        return [TrialConfig.from_dict(configs[i]) for i in batches[params["batch"]]]
+    return [config_of(params, configs)]
 
 
 class RayBackend:
@@ -338,15 +380,17 @@ class RayBackend:
         from ray import tune
 
         dicts = [c.to_dict() for c in configs]
-        collector = _make_collector(sink, dicts)
-        # the configs travel once through the object store; a trial's params hold its index
-        # (a grid over the config dicts themselves costs Tune O(n^2) deep copies)
+        batches = [] if self.search is not None else tiny_batches(configs, self._slots())
+        collector = _make_collector(sink, dicts, batches)
+        # the configs travel once through the object store; a trial's params hold its batch
+        # index (a grid over the config dicts themselves costs Tune O(n^2) deep copies)
         trainable = tune.with_resources(
-            tune.with_parameters(_tune_trainable, configs=dicts, trial_fn=self.trial_fn),
+            tune.with_parameters(_tune_trainable, configs=dicts, trial_fn=self.trial_fn,
+                                 batches=batches),
             {"cpu": self.cpu, "gpu": self.gpu},
         )
         if self.search is None:
-            param_space = {"index": tune.grid_search(list(range(len(dicts))))}
+            param_space = {"batch": tune.grid_search(list(range(len(batches))))}
             tune_config = tune.TuneConfig(
                 num_samples=1, max_concurrent_trials=self.concurrency, reuse_actors=True,
                 trial_dirname_creator=_dirname, trial_name_creator=_dirname,
@@ -371,6 +415,15 @@ class RayBackend:
         )
         tuner.fit()
         return collector.lost
+
+    def _slots(self) -> int:
+        """How many trials run at once (at most): concurrency, or the CPUs over cpu per trial."""
+        if self.concurrency:
+            return self.concurrency
+        import ray
+
+        cpus = ray.cluster_resources().get("CPU", 1)
+        return max(1, int(cpus // self.cpu) if self.cpu else 1)
 
     def _search_setup(self, configs: Sequence[TrialConfig]) -> tuple[dict, Any]:
         import optuna
@@ -428,10 +481,11 @@ def _dirname(trial: Any) -> str:
     return f"trial_{trial.trial_id}"
 
 
-def _make_collector(sink: Sink, configs: Sequence[dict[str, Any]] = ()) -> Any:
+def _make_collector(sink: Sink, configs: Sequence[dict[str, Any]] = (),
+                    batches: Sequence[Sequence[int]] = ()) -> Any:
     """A Tune callback that forwards trial events to the sink, on the driver."""
     cls = globals().get("_Collector") or _collector_class()
-    return cls(sink, configs)
+    return cls(sink, configs, batches)
 
 
 def _collector_class() -> type:
@@ -440,10 +494,11 @@ def _collector_class() -> type:
     from ray import tune
 
     class _Collector(tune.Callback):
-        def __init__(self, sink: Sink, configs: Sequence[dict[str, Any]]) -> None:
+        def __init__(self, sink: Sink, configs: Sequence[dict[str, Any]],
+                     batches: Sequence[Sequence[int]] = ()) -> None:
             self.reported: set[str] = set()
             self.sink: Sink | None = sink
-            self.configs = configs
+            self.configs, self.batches = configs, batches
             self.lost: list[Outcome] = []
             """trials Tune gave up on (worker or node lost): the backend decides"""
 
@@ -452,18 +507,24 @@ def _collector_class() -> type:
 
         def __setstate__(self, state: dict) -> None:
             self.reported, self.sink, self.configs = state["reported"], None, ()
-            self.lost = []
+            self.batches, self.lost = (), []
+
+        def _configs(self, trial: Any) -> list[TrialConfig]:
+            return configs_of(trial.config, self.configs, self.batches)
 
         def on_trial_start(self, iteration, trials, trial, **info):  # noqa: ANN001
             if self.sink is not None:
-                self.sink.started(config_of(trial.config, self.configs))
+                for cfg in self._configs(trial):
+                    self.sink.started(cfg)
 
         def on_trial_result(self, iteration, trials, trial, result, **info):  # noqa: ANN001
             payload = result.pop("payload", None)  # keep the payload out of Tune's state
             if payload is None or trial.trial_id in self.reported or self.sink is None:
                 return
             self.reported.add(trial.trial_id)
-            self.sink.finished(pickle.loads(payload))
+            outs = pickle.loads(payload)
+            for out in outs if isinstance(outs, list) else [outs]:
+                self.sink.finished(out)
 
         def on_trial_error(self, iteration, trials, trial, **info):  # noqa: ANN001
             if trial.trial_id in self.reported or self.sink is None:
@@ -473,11 +534,11 @@ def _collector_class() -> type:
             text = err if isinstance(err, str) else str(err)
             lines = [ln for ln in text.splitlines() if ln.strip()]
             last = lines[-1] if lines else text
-            self.lost.append(Outcome(
-                config_of(trial.config, self.configs), None,
+            self.lost += [Outcome(
+                cfg, None,
                 error=one_line(f"lost after {trial.run_metadata.num_failures} tries: {last}"),
                 traceback=text,
-            ))
+            ) for cfg in self._configs(trial)]
 
     _Collector.__module__ = __name__
     globals()["_Collector"] = _Collector

@@ -1,0 +1,34 @@
+"""Tiny configs share a Tune trial (grokray.sweep.backend.tiny_batches)."""
+
+from grokray.config import TrialConfig
+from grokray.sweep.backend import MAX_BATCH, configs_of, tiny_batches
+
+
+def _cfg(group: str, steps: int, lr: float = 1e-3) -> TrialConfig:
+    return TrialConfig.from_dict({"group": group, "steps": steps, "seeds": [0, 1],
+                                  "optim.lr": lr})
+
+
+def test_tiny_configs_are_batched_and_large_ones_alone():
+    tiny = [_cfg("Z5", 2, 1e-3 * (1 + i)) for i in range(40)]
+    big = [_cfg("Z97", 15000), _cfg("S5", 15000)]
+    cfgs = tiny[:20] + big + tiny[20:]
+    batches = tiny_batches(cfgs, slots=2)
+    flat = sorted(i for b in batches for i in b)
+    assert flat == list(range(len(cfgs)))  # every config exactly once
+    assert [20] in batches and [21] in batches  # the large ones alone
+    sizes = [len(b) for b in batches if b[0] not in (20, 21)]
+    assert max(sizes) == 40 // (4 * 2) == 5  # every slot still gets about 4 Tune trials
+    assert tiny_batches(cfgs, slots=1) and max(map(len, tiny_batches(cfgs, 1))) == MAX_BATCH
+
+
+def test_few_tiny_configs_stay_alone_and_unknown_groups_are_not_batched():
+    cfgs = [_cfg("Z5", 2, 1e-3 * (1 + i)) for i in range(7)] + [_cfg("nosuchgroup", 2)]
+    assert tiny_batches(cfgs, slots=2) == [[7]] + [[i] for i in range(7)]
+
+
+def test_configs_of_a_batch_and_of_one():
+    dicts = [_cfg("Z5", 2, lr).to_dict() for lr in (1e-3, 2e-3, 3e-3)]
+    got = configs_of({"batch": 1}, dicts, [[0], [2, 1]])
+    assert [c.optim.lr for c in got] == [3e-3, 2e-3]
+    assert [c.optim.lr for c in configs_of({"index": 1}, dicts)] == [2e-3]
