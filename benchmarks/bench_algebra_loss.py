@@ -7,7 +7,7 @@ For each group, FORGE at the default config (train fraction 0.5, eval every 50 s
 twice on the same seeds: once with L_assoc over all |G|^3 triples (`forge.alg_full_max` 64, the
 exact loss) and once with `forge.alg_samples` triples sampled per step (`forge.alg_full_max` 0).
 Printed per group and mode: seeds grokked / seeds (a seed that did not grok within --steps is
-censored, shown as '>steps'), the median grok step, the median wall-clock seconds to grok (the
+censored, shown as '>steps'), the (upper) median grok step, the median wall-clock seconds to grok (the
 trial's elapsed time at the eval where that seed grokked, S seeds trained together; censored
 seeds count as the whole run), and the ms per step while every seed trains with lambda_alg > 0.
 The last columns time one step of each mode and of the matched-budget MLP on the same group
@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, over in MODES.items():
             r = time_to_grok(group, args.seeds, args.steps, over)
             ok = [g for g in r["grok"] if g is not None]
-            med = statistics.median([args.steps + 1 if g is None else g for g in r["grok"]])
+            # the upper median: a censored seed in the middle makes the median censored too
+            med = statistics.median_high([args.steps + 1 if g is None else g for g in r["grok"]])
             med_txt = f">{args.steps}" if med > args.steps else f"{med:.0f}"
             print(f"{group:7s} {name:8s} {len(ok):3d}/{len(r['grok']):<3d} {med_txt:>8s} "
                   f"{statistics.median(r['secs']):7.1f} {r['ms_step']:7.1f} {timing}  "
