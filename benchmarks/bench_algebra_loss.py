@@ -7,9 +7,10 @@ For each group, FORGE at the default config (train fraction 0.5, eval every 50 s
 twice on the same seeds: once with L_assoc over all |G|^3 triples (`forge.alg_full_max` 64, the
 exact loss) and once with `forge.alg_samples` triples sampled per step (`forge.alg_full_max` 0).
 Printed per group and mode: seeds grokked / seeds (a seed that did not grok within --steps is
-censored, shown as '>steps'), the (upper) median grok step, the median wall-clock seconds to grok (the
-trial's elapsed time at the eval where that seed grokked, S seeds trained together; censored
-seeds count as the whole run), and the ms per step while every seed trains with lambda_alg > 0.
+censored, shown as '>steps'), the (upper) median grok step, the median wall-clock seconds to
+grok (the trial's elapsed time at the eval where that seed grokked, S seeds trained together;
+censored seeds count as the whole run), and the ms per step while every seed trains with
+lambda_alg > 0.
 The last columns time one step of each mode and of the matched-budget MLP on the same group
 (best of --repeats interleaved runs of --time-steps steps, no eval): the FORGE / MLP step ratio.
 
@@ -35,6 +36,7 @@ from grokray.trainer import run_trial
 
 MODES = {"exact": {"forge.alg_full_max": 64}, "sampled": {"forge.alg_full_max": 0}}
 GROUPS = "S3,D4,A4,Q8,D6,Dic3,F21,S4,Heis3,A5"
+EXTRA: dict = {}  # --set overrides, for every run
 
 
 def cfg_of(group: str, arch: str, seeds: int, steps: int, over: dict) -> TrialConfig:
@@ -42,7 +44,7 @@ def cfg_of(group: str, arch: str, seeds: int, steps: int, over: dict) -> TrialCo
             "seeds": list(range(seeds)), "device": "cpu"}
     if arch == "mlp":
         base["model.matched_budget"] = True
-    return TrialConfig.from_dict({**base, **over})
+    return TrialConfig.from_dict({**base, **EXTRA, **over})
 
 
 def time_to_grok(group: str, seeds: int, steps: int, over: dict) -> dict:
@@ -123,7 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-grok", action="store_true", help="only the step timings")
     ap.add_argument("--aux", action="store_true", help="only L_assoc, per form")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override for every run, e.g. model.rank=64")
     args = ap.parse_args(argv)
+    EXTRA.update(kv.split("=", 1) for kv in args.set)
     torch.set_num_threads(args.threads)
     if args.aux:
         reps = max(args.repeats, 5)

@@ -49,10 +49,12 @@ from grokray.trainer import train
 if TYPE_CHECKING:  # pragma: no cover
     from grokray.config import TrialConfig
 
-DIRECT_ASSOC_MAX = 7 << 17
-"""L_assoc over all triples term by term (fused, models/fused.py assoc_all) while S n^3 R is at
-most this (S = 8, R = 64: up to 12 elements), else through Gram matrices; both exact. Measured
-crossing (benchmarks/bench_algebra_loss.py --aux): between 12 and 14 elements at S = 8."""
+DIRECT_ASSOC_MAX = 1 << 25
+"""L_assoc over all triples term by term (fused, models/fused.py assoc_all) while n^2 <= 3 R and
+S n^3 R is at most this (its buffers), else through Gram matrices; both exact. The term-by-term
+form costs O(n^3 R d), the Gram form O(n^2 R^2): measured crossings at S = 8, d = 32
+(benchmarks/bench_algebra_loss.py --aux): between 12 and 14 elements at R = 64, between 16 and
+18 at R = 128."""
 
 
 @dataclass
@@ -248,7 +250,7 @@ class Forge:
         Ut, Vt = self._tables()  # [S, n, R]: U x, V x for every element
         if n <= self.full_max:
             S, R = E.shape[0], Ut.shape[2]
-            small = S * n**3 * R <= DIRECT_ASSOC_MAX
+            small = n * n <= 3 * R and S * n**3 * R <= DIRECT_ASSOC_MAX
             assoc = self._assoc_direct(Ut, Vt) if small else self._assoc_full(Ut, Vt)
         else:
             idx = self._sample((self.n_samples, 3), n)  # [S, m, 3]
@@ -332,7 +334,7 @@ class Forge:
         """The same loss as `_assoc_full`, term by term over all n^3 triples, sharing the n^2
         products m_ij, with the gradient computed in the forward (models/fused.py assoc_all).
         O(n^3 R d) and few passes: faster than the Gram form for small groups, so it is used
-        while S n^3 R <= DIRECT_ASSOC_MAX. Ux, Vy: the tables E U^T, E V^T [S, n, R]."""
+        while n^2 <= 3 R (see DIRECT_ASSOC_MAX). Ux, Vy: the tables E U^T, E V^T [S, n, R]."""
         p = self.params
         return assoc_all(Ux, Vy, p["U"], p["V"], p["W"], self.ws)
 
