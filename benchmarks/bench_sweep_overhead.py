@@ -2,14 +2,18 @@
 
     python benchmarks/bench_sweep_overhead.py                # 40 trials x 2 seeds, 2 at a time
     python benchmarks/bench_sweep_overhead.py --trials 200 --marginal
+    python benchmarks/bench_sweep_overhead.py --trivial --compare-batching
 
 Both sides run the same `run_trial` calls on tiny configs (Z5, MLP, a few steps) and write the
 same Parquet files. The reference runs them in a loop in this process; the sweep runs them
 through `grokray.sweep` (plan, RayBackend on an embedded Ray, the one writer). Printed: seconds of
 overhead per trial and per seed, with and without Ray's start-up (ray.init, once per sweep), and
 with --marginal the cost of one more trial (sweeps of N and 2N trials), which excludes every
-fixed cost. Overhead = sweep wall time - reference wall time (trials 2 at a time on 2 CPUs
-against one at a time in the reference, so for non-trivial trials it can come out negative).
+fixed cost; with --compare-batching, sweeps with tiny configs batched into Tune trials (the
+default, backend.tiny_batches) and with one config per Tune trial alternate in the same Ray
+session (twice each), so load hits both alike. Overhead = sweep wall time - reference wall time
+(trials 2 at a time on 2 CPUs against one at a time in the reference, so for non-trivial trials
+it can come out negative).
 """
 
 from __future__ import annotations
@@ -81,6 +85,8 @@ def main() -> None:
                     help="trials that train nothing (pure scheduling cost); default: run_trial")
     ap.add_argument("--marginal", action="store_true",
                     help="also run 2N trials to get the cost of one more trial")
+    ap.add_argument("--compare-batching", action="store_true",
+                    help="alternate batched and one-config-per-Tune-trial sweeps")
     args = ap.parse_args()
 
     import ray
@@ -118,6 +124,22 @@ def main() -> None:
         print(f"  overhead per trial    {over / n:7.3f} s   per seed {over / (n * s):.3f} s")
         print(f"  with ray.init         {(over + t_init) / n:7.3f} s   per seed "
               f"{(over + t_init) / (n * s):.3f} s")
+        if args.compare_batching:
+            import grokray.sweep.backend as backend
+
+            best: dict[str, float] = {}
+            for r in range(2):
+                for mode in ("batched", "one per trial"):
+                    keep = backend.MAX_BATCH
+                    backend.MAX_BATCH = keep if mode == "batched" else 1
+                    try:
+                        t = sweep(spec_of(n, f"c{r}{mode[0]}"), args.num_cpus, fn)
+                    finally:
+                        backend.MAX_BATCH = keep
+                    best[mode] = min(best.get(mode, t), t)
+            for mode, t in best.items():
+                print(f"  {mode:14s} sweep {t:7.2f} s, overhead per trial "
+                      f"{(t - t_ref) / n:7.3f} s (best of 2)")
         if args.marginal:
             spec2 = spec_of(2 * n, "n2")
             t_ref2 = reference(spec2, os.path.join(root, "ref2"), fn)
