@@ -83,6 +83,7 @@ def main(args: argparse.Namespace) -> int:
         print("nothing to run: every (config, seed) has a row", flush=True)
         return _summary(spec.sweep_dir) if args.summary else 0
 
+    _check_out(spec.sweep_dir)
     backend = _backend(args, plan)
     from grokray.sweep.progress import Display
 
@@ -128,6 +129,22 @@ def _backend(args: argparse.Namespace, plan):  # noqa: ANN001, ANN202
         num_cpus=args.num_cpus, search=spec.search, prior=plan.prior,
         num_samples=plan.n_search_new,
     )
+
+
+def _check_out(sweep_dir: str) -> None:
+    """Before any trial runs: the results directory can be made and written from here."""
+    from grokray.errors import GrokrayError
+    from grokray.sweep.store import Location
+
+    try:
+        loc = Location.of(sweep_dir)
+        loc.write_bytes_atomic(loc.join(".write_check"), lambda out: out.write(b"ok"))
+        loc.fs.delete_file(loc.join(".write_check"))
+    except (OSError, ValueError) as exc:  # pyarrow: OSError subclasses; a bad URI: ArrowInvalid
+        raise GrokrayError(
+            f"cannot write results to {sweep_dir} ({exc}); --out takes a writable directory "
+            "(on a cluster one every node mounts at that path) or an object store URI such as "
+            "s3://bucket/dir") from None
 
 
 def _ray_logs_dir() -> str:
