@@ -11,8 +11,10 @@ and the claim's null (1 for a ratio, 0 for a difference or a rate):
   log scale for ratios), or for a qualitative claim (a rate of 0 or 1) m equals it;
 - opposite: m lies on the other side of the null from p;
 - same direction, different size: otherwise.
-The interval of a median or a ratio of medians is a percentile bootstrap over runs (censored runs
-as +inf); of a rate, Clopper-Pearson; of a power-law exponent, the OLS t-interval.
+Censored durations go through analysis.survival and analysis.speedup (Kaplan-Meier medians with
+Brookmeyer-Crowley intervals, KM speedups), the power law through analysis.powerlaw (censored AFT);
+rates get Clopper-Pearson intervals; values that are not durations (Wedderburn fractions, axiom
+leads) a percentile bootstrap of the median.
 """
 
 from __future__ import annotations
@@ -159,15 +161,17 @@ def _arm(df: pd.DataFrame, arm: str) -> pd.DataFrame:
     return sub
 
 
-def _steps(df: pd.DataFrame) -> np.ndarray:
-    """Grok steps with censored runs as +inf (failed runs left out)."""
-    ok = df[df["status"] != "failed"]
-    x = ok["grok_step"].astype(float).to_numpy()
-    return np.where(ok["status"].to_numpy() == "grokked", x, np.inf)
+def _km(df: pd.DataFrame):
+    """Kaplan-Meier median grok step of these runs (analysis.survival: censored at budget)."""
+    from analysis.survival import durations, km_median
+
+    dur = durations(df)
+    return km_median(dur["time"], dur["event"])
 
 
 def _median_ci(x: np.ndarray, n_boot: int = 2000, seed: int = 0) -> tuple[float, tuple]:
-    """Median (censored as +inf) and a percentile bootstrap interval."""
+    """Median and a percentile bootstrap interval, for values that are not censored durations
+    (Wedderburn fractions, axiom leads, delays)."""
     if not len(x):
         return math.nan, NAN2
     rng = np.random.default_rng(seed)
@@ -192,8 +196,10 @@ def speedup(group: str | None, arm: str, base: str) -> Callable[[pd.DataFrame], 
         brow = next(r for r in res.rows if r.arm == base)
         g1, c1 = _counts(_arm(sub, arm))
         g0, c0 = _counts(_arm(sub, base))
-        bound = "; baseline median censored: lower bound budget/median" if row.lower_bound else ""
-        detail = (f"median grok step {arm} {row.median:g} ({g1}/{g1 + c1}), {base} "
+        kind = getattr(row, "kind", "estimate")
+        bound = {"lower": "; baseline median censored: a lower bound",
+                 "upper": f"; {arm} median censored: an upper bound"}.get(kind, "")
+        detail = (f"KM median grok step {arm} {row.median:g} ({g1}/{g1 + c1}), {base} "
                   f"{brow.median:g} ({g0}/{g0 + c0}){bound}")
         return Measured(row.speedup, row.speedup_ci, g1 + g0, c1 + c0, detail)
 
@@ -227,7 +233,7 @@ def mlp_fails(T: pd.DataFrame) -> Measured:
     forge = _arm(T, "forge")
     forge = forge[forge["group"].astype(str).isin(groups)]
     fg, fc = _counts(forge)
-    med, _ = _median_ci(_steps(forge))
+    med = _km(forge).median
     detail = (f"MLP grokked {mlp.grokked}/{mlp.grokked + mlp.censored}; FORGE grokked "
               f"{fg}/{fg + fc}, median grok step {med:g}")
     if mlp.grokked == 0 and fc == 0 and fg and med <= 2000:
@@ -318,38 +324,24 @@ def capacity(T: pd.DataFrame) -> Measured:
                     f"{ph.method}; {len(ph.cells)} (R, d) cells, {ph.n_runs} runs")
 
 
-def _steps_of(T: pd.DataFrame, mask: pd.Series) -> np.ndarray:
-    return _steps(T[mask])
-
-
 def topology_speedup(T: pd.DataFrame) -> Measured:
-    """median grok step LayerNorm/RMSNorm baseline / fully bounded spherical on modular add."""
+    """KM median grok step of the LayerNorm baseline / that of the fully bounded spherical
+    topology, on modular arithmetic (analysis.speedup.speedup_table)."""
+    from analysis.speedup import speedup_table
+
     tr = T[(T["arch"] == "transformer") & (T["op"] != "group")]
-    norm = tr.get("transformer_norm", pd.Series("", index=tr.index)).astype(str)
-    attn = tr.get("transformer_attention", pd.Series("standard", index=tr.index)).astype(str)
-    base = tr[norm.isin(["layernorm", "rmsnorm"]) & (attn == "standard")]
-    fast = tr[norm == "spherical_bounded"]
-    if base.empty or fast.empty:
-        raise AnalysisError("needs a LayerNorm/RMSNorm arm and a spherical_bounded arm")
-    xb, xf = _steps(base), _steps(fast)
-    rng = np.random.default_rng(0)
-    mb, mf = float(np.median(xb)), float(np.median(xf))
-    lower = math.isinf(mb)
-    if lower:  # baseline censored: budget / median(fast) is a lower bound
-        mb = float(base["steps_run"].max())
-    val = mb / mf if mf > 0 else math.nan
-    ci = NAN2
-    if not lower and math.isfinite(val):
-        bb = np.median(rng.choice(xb, (2000, len(xb))), 1)
-        bf = np.median(rng.choice(xf, (2000, len(xf))), 1)
-        r = np.where(np.isinf(bf), 0.0, bb / np.where(bf > 0, bf, np.nan))
-        lo, hi = np.nanquantile(r, [0.025, 0.975])
-        ci = (float(lo), float(hi))
-    g, c = _counts(pd.concat([base, fast]))
-    detail = (f"median step baseline {np.median(xb):g} ({_counts(base)[0]}/{len(base)}), "
-              f"spherical_bounded {mf:g} ({_counts(fast)[0]}/{len(fast)})"
-              + ("; baseline censored: lower bound" if lower else ""))
-    return Measured(val, ci, g, c, detail)
+    if not {"layernorm", "spherical_bounded"} <= set(tr["arm"].astype(str)):
+        raise AnalysisError("needs a layernorm arm and a spherical_bounded arm")
+    res = speedup_table(tr, "layernorm", arms=["spherical_bounded"], by="group")
+    row = next(r for r in res.rows if r.arm == "spherical_bounded")
+    brow = next(r for r in res.rows if r.arm == "layernorm")
+    base, fast = _arm(tr, "layernorm"), _arm(tr, "spherical_bounded")
+    g0, c0 = _counts(base)
+    g1, c1 = _counts(fast)
+    kind = getattr(row, "kind", "estimate")
+    return Measured(row.speedup, row.speedup_ci, g0 + g1, c0 + c1,
+                    f"KM median step layernorm {brow.median:g} ({g0}/{g0 + c0}), "
+                    f"spherical_bounded {row.median:g} ({g1}/{g1 + c1}); {kind}")
 
 
 def uniform_no_delay(T: pd.DataFrame) -> Measured:
@@ -395,8 +387,9 @@ def rfm_iters(op: str) -> Callable[[pd.DataFrame], Measured]:
         if sub.empty:
             raise AnalysisError(f"no RFM runs on {op}")
         g, c = _counts(sub)
-        med, ci = _median_ci(_steps(sub))
-        return Measured(med, ci, g, c, f"median grok iteration, {g}/{g + c} grokked")
+        km = _km(sub)
+        return Measured(km.median, (km.lo, km.hi), g, c,
+                        f"KM median grok iteration, {g}/{g + c} grokked")
 
     return m
 
@@ -551,9 +544,10 @@ def ledger_table(L: Ledger) -> Table:
     )
     counts = {v: sum(r.verdict == v for r in L.rows) for v in VERDICTS}
     notes = ("verdicts: " + ", ".join(f"{v} {n}" for v, n in counts.items()),
-             "95% intervals: bootstrap over runs for medians and ratios (censored = +inf), "
-             "Clopper-Pearson for rates, OLS t-interval for alpha, delta method or the "
-             "separation bracket for the capacity threshold.")
+             "95% intervals: Kaplan-Meier (Brookmeyer-Crowley) for median grok steps and their "
+             "ratios, censored AFT for alpha, Clopper-Pearson for rates, bootstrap for medians "
+             "of non-durations, delta method or the separation bracket for the capacity "
+             "threshold.")
     return Table(f"Reproduction ledger ({L.scale} scale, {L.out})",
                  ("claim", "paper", "what", "paper value", "measured", "ci_low", "ci_high",
                   "grokked", "censored", "verdict", "detail", "command"), rows, notes)

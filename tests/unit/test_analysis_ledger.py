@@ -114,3 +114,27 @@ def test_reproduce_unknown_sweep_is_exit_2(tmp_path, capsys):
     assert main(["reproduce", "--out", str(tmp_path), "--only", "nope"]) == 2
     err = capsys.readouterr().err
     assert "unknown ledger sweep" in err and "scaling_cpu" in err
+
+
+def test_topology_and_rfm_rows_use_kaplan_meier(tmp_path, tiny):
+    from analysis.survival import durations, km_median
+
+    # the ablation fixture relabelled as topology arms: layernorm = mlp, spherical_bounded = forge
+    tiny.write_ablation(tmp_path / "topology_cpu")
+    T = load([tmp_path / "topology_cpu"]).trials
+    T = T[T["arm"].isin(["mlp", "forge"]) & (T["group"] == "Z5")].copy()
+    T["arm"] = T["arm"].map({"mlp": "layernorm", "forge": "spherical_bounded"})
+    T["arch"], T["op"] = "transformer", "add"
+    m = L.topology_speedup(T)
+
+    def km(df):
+        d = durations(df)
+        return km_median(d["time"], d["event"])
+
+    base, fast = km(T[T["arm"] == "layernorm"]), km(T[T["arm"] == "spherical_bounded"])
+    assert m.value == pytest.approx(base.median / fast.median)  # fixture factor 4
+    assert m.value == pytest.approx(4.0, rel=0.3) and m.grokked == 6
+    R = T.assign(arch="rfm", op="add", arm="rfm_gaussian")
+    r = L.rfm_iters("add")(R)
+    k = km(R)
+    assert (r.value, r.ci) == (k.median, (k.lo, k.hi))
