@@ -25,7 +25,7 @@ def _h(d):
     [{"group": "Z2xZ4"}, {"group": "z2xz4"}, {"group": "C2xC4"}],
     [{"group": "Dic3"}, {"group": "dic3"}],
     # defaults given or omitted, numbers however written
-    [{"arch": "forge"}, {"arch": "forge", "model.rank": 64, "forge.lambda_alg": "0.03"},
+    [{"arch": "forge"}, {"arch": "forge", "model.rank": 128, "forge.lambda_alg": "0.03"},
      {"arch": "forge", "optim": {"lr": "1e-3", "weight_decay": 1}}],
 ])
 def test_every_spelling_has_one_identity(spellings):
@@ -90,8 +90,10 @@ def test_a_v1_dir_is_read_and_resumed_without_rerunning(tmp_path):
     assert len(sweep.trials) == 4 and set(sweep.trials["schema_version"]) == {1}
     assert set(sweep.trials["group"]) == {"s3", "C5"}  # v1 stored names as written
 
+    # the v1 rows were written when model.rank defaulted to 64 (128 since issue 13)
     mlp = TrialConfig.from_dict({"group": "S3", "arch": "mlp", "steps": 10, "eval_every": 5,
-                                 "model.d": 4, "model.hidden": 8, "device": "cpu"})
+                                 "model.d": 4, "model.hidden": 8, "model.rank": 64,
+                                 "device": "cpu"})
     rfm = TrialConfig.from_dict({"group": "Z5", "op": "add", "arch": "rfm", "rfm.iters": 2,
                                  "device": "cpu"})
     v1_hashes = set(sweep.trials["config_hash"])
@@ -103,7 +105,7 @@ def test_a_v1_dir_is_read_and_resumed_without_rerunning(tmp_path):
     spec.write_text(f"""\
 name: v1
 out: {out}
-config: {{arch: mlp, steps: 10, eval_every: 5, model: {{d: 4, hidden: 8}}, device: cpu}}
+config: {{arch: mlp, steps: 10, eval_every: 5, model: {{d: 4, hidden: 8, rank: 64}}, device: cpu}}
 axes:
   group: [S3]
 seeds: 2
@@ -125,8 +127,8 @@ def test_a_v1_row_rerun_under_v2_supersedes_it_once(tmp_path):
 
     out = _v1_copy(tmp_path) / "v1"
     cfg = TrialConfig.from_dict({"group": "S3", "arch": "mlp", "steps": 10, "eval_every": 5,
-                                 "model.d": 4, "model.hidden": 8, "device": "cpu",
-                                 "seeds": [0, 1]})
+                                 "model.d": 4, "model.hidden": 8, "model.rank": 64,
+                                 "device": "cpu", "seeds": [0, 1]})  # the v1 default rank
     write_result(run_trial(cfg), out, sweep="v1", run_id=store.new_run_id())
     assert store.repair(out)["superseded_rows"] == 2
     rows = store.Manifest.load(out).rows
