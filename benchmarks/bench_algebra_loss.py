@@ -12,7 +12,8 @@ grok (the trial's elapsed time at the eval where that seed grokked, S seeds trai
 censored seeds count as the whole run), and the ms per step while every seed trains with
 lambda_alg > 0.
 The last columns time one step of each mode and of the matched-budget MLP on the same group
-(best of --repeats interleaved runs of --time-steps steps, no eval): the FORGE / MLP step ratio.
+(best of --repeats interleaved measurements, each the difference of runs of 2 and 1 times
+--time-steps steps, so setup and the two evals cancel): the FORGE / MLP step ratio.
 
     python benchmarks/bench_algebra_loss.py --aux --groups S3,D4,Q8,A4,Z14,D8,S4,A5 --seeds 8
 
@@ -68,13 +69,16 @@ def time_to_grok(group: str, seeds: int, steps: int, over: dict) -> dict:
 
 
 def step_ms(group: str, arch: str, seeds: int, n: int, over: dict) -> float:
-    """ms per step of a run of n steps with the algebra loss on (lambda_alg > 0 throughout:
-    the schedule is set for 4n steps); eval only at step 0 and the last."""
-    over = {**over, "forge.lambda_end": 1.0, "metrics.patience": 0, "eval_every": 10 * n}
-    cfg = cfg_of(group, arch, seeds, n, over)
-    t0 = time.perf_counter()
-    run_trial(cfg)
-    return 1e3 * (time.perf_counter() - t0) / n
+    """ms per step with the algebra loss on (lambda_alg > 0 throughout), setup excluded: the
+    difference of runs of 2n and n steps (eval only at step 0 and the last), over n."""
+    over = {**over, "forge.lambda_end": 1.0, "metrics.patience": 0, "eval_every": 100 * n}
+    walls = []
+    for k in (n, 2 * n):
+        cfg = cfg_of(group, arch, seeds, k, over)
+        t0 = time.perf_counter()
+        run_trial(cfg)
+        walls.append(time.perf_counter() - t0)
+    return 1e3 * max(walls[1] - walls[0], 1e-9) / n
 
 
 def aux_ms(group: str, seeds: int, repeats: int) -> dict[str, float]:
