@@ -73,13 +73,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     _common(s)
     s.add_argument("--rank-col", default="model_rank", help="rank column (default model_rank)")
     s.add_argument("--d-col", default="model_d", help="width column (default model_d)")
+    s.add_argument("--arms", nargs="+", metavar="ARM",
+                   help="arms to draw, one diagram each (default: every arm with R and d)")
+    s.add_argument("--pool-arms", action="store_true",
+                   help="pool the arms into one diagram (default: never mixed)")
 
-    s = sub.add_parser("curves", help="val acc vs step: median and band per arm")
+    s = sub.add_parser("curves", help="val and train acc vs step: median and band per arm")
     _common(s)
-    s.add_argument("--metric", default="val_acc", help="curve column (default val_acc)")
+    s.add_argument("--metric", nargs="+", metavar="COL",
+                   help="curve column(s) to overlay (default: val_acc and train_acc)")
     s.add_argument("--arms", nargs="+", metavar="ARM", help="arms to show (default: all)")
     s.add_argument("--threshold", type=float, default=0.99,
-                   help="level for the first-crossing step (default 0.99)")
+                   help="accuracy level for the first-crossing step (default 0.99; not "
+                        "applied to a loss)")
 
     s = sub.add_parser("report", help="one Markdown report with every table and plot")
     s.add_argument("paths", nargs="+", metavar="OUT/SWEEP", help="sweep output dir(s)")
@@ -132,16 +138,16 @@ def _compute(args: argparse.Namespace):
         res = speedup_table(trials, args.baseline, arms=args.arms, by=args.by)
         return res, speedup_tables(res, wide=not args.long and args.format in ("md", "tex"))
     elif a == "phase":
-        from analysis.phase import phase_diagram
+        from analysis.phase import phase_diagrams
 
-        res = phase_diagram(trials, rank_col=args.rank_col, d_col=args.d_col)
+        res = phase_diagrams(trials, arms=args.arms, pool=args.pool_arms,
+                             rank_col=args.rank_col, d_col=args.d_col)
     elif a == "curves":
-        from analysis.curves import curve_bands
+        from analysis.curves import curve_bands, default_metrics, select_curves
 
-        C = sweep.curves
-        if where and not C.empty:  # filter on any trial column: keep the selected configs
-            C = C[C["config_hash"].isin(trials["config_hash"])]
-        res = curve_bands(C, metric=args.metric, arms=args.arms, threshold=args.threshold)
+        C = select_curves(sweep.curves, trials, where)
+        metrics = args.metric or default_metrics(C)
+        res = curve_bands(C, metric=metrics, arms=args.arms, threshold=args.threshold)
     else:  # pragma: no cover - argparse restricts the choices
         raise ValueError(a)
     from analysis.tables import tables_of

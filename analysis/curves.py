@@ -1,7 +1,9 @@
-"""Grok curves: a metric (val acc by default) against step, median and band per arm.
+"""Grok curves: metrics (val and train accuracy by default) against step, median and band per arm.
 
 Each run is one (config_hash, seed) curve. At each eval step, the median and the 25th/75th
-percentiles across the arm's runs that have that step.
+percentiles across the arm's runs that have that step. The first step where the median reaches
+`threshold` is reported for accuracy metrics only (a name containing "acc"): a loss has no
+accuracy threshold.
 """
 
 from __future__ import annotations
@@ -15,9 +17,14 @@ from analysis.errors import AnalysisError
 from analysis.load import require_arms, require_columns
 
 
+def is_accuracy(metric: str) -> bool:
+    """True for an accuracy metric (the crossing threshold applies)."""
+    return "acc" in metric
+
+
 @dataclass(frozen=True)
 class CurveBand:
-    """The median curve of one arm and its interquartile band."""
+    """The median curve of one arm on one metric and its interquartile band."""
 
     arm: str
     """The arm."""
@@ -32,32 +39,37 @@ class CurveBand:
     hi: tuple[float, ...]
     """75th percentile."""
     cross_step: float
-    """First step where the median reaches `threshold` (NaN if never)."""
+    """First step where the median reaches `threshold` (NaN if never, or not an accuracy)."""
+    metric: str = "val_acc"
+    """The curve column."""
 
 
 @dataclass(frozen=True)
 class CurveSummary:
-    """Bands of every arm."""
+    """Bands of every arm and metric."""
 
     metric: str
-    """The curve column (e.g. val_acc)."""
+    """The first (main) curve column, e.g. val_acc."""
     threshold: float
-    """Level used for `cross_step`."""
+    """Level used for `cross_step` (accuracy metrics only)."""
     bands: tuple[CurveBand, ...]
-    """One band per arm."""
+    """One band per (arm, metric), arms in order, the metrics of an arm together."""
+    metrics: tuple[str, ...] = ()
+    """Every metric drawn (the first is `metric`)."""
 
 
 def curve_bands(
     curves: pd.DataFrame,
     *,
-    metric: str = "val_acc",
+    metric: str | tuple[str, ...] | list[str] = "val_acc",
     arms: list[str] | None = None,
     threshold: float = 0.99,
 ) -> CurveSummary:
-    """Median and interquartile band of `metric` per arm and step."""
+    """Median and interquartile band of each metric per arm and step."""
+    metrics = (metric,) if isinstance(metric, str) else tuple(metric)
     if curves.empty:
         raise AnalysisError("this sweep has no curves (no curves/*.parquet)")
-    require_columns(curves, ["arm", "step", metric])
+    require_columns(curves, ["arm", "step", *metrics])
     if arms:
         require_arms(curves, arms)
     else:
@@ -65,19 +77,39 @@ def curve_bands(
     bands = []
     for arm in arms:
         df = curves[curves["arm"] == arm]
-        v = pd.to_numeric(df[metric], errors="coerce").astype(float)
-        q = v.groupby(df["step"]).quantile([0.25, 0.5, 0.75]).unstack()  # [steps, 3]
-        med = q[0.5].to_numpy()
-        hit = np.flatnonzero(med >= threshold)
-        bands.append(
-            CurveBand(
-                arm=arm,
-                n_runs=int(df[["config_hash", "seed"]].drop_duplicates().shape[0]),
-                step=tuple(q.index.astype(float)),
-                median=tuple(med),
-                lo=tuple(q[0.25].to_numpy()),
-                hi=tuple(q[0.75].to_numpy()),
-                cross_step=float(q.index[hit[0]]) if len(hit) else float("nan"),
+        n_runs = int(df[["config_hash", "seed"]].drop_duplicates().shape[0])
+        for m in metrics:
+            v = pd.to_numeric(df[m], errors="coerce").astype(float)
+            q = v.groupby(df["step"]).quantile([0.25, 0.5, 0.75]).unstack()  # [steps, 3]
+            med = q[0.5].to_numpy()
+            hit = np.flatnonzero(med >= threshold) if is_accuracy(m) else np.array([], int)
+            bands.append(
+                CurveBand(
+                    arm=arm,
+                    n_runs=n_runs,
+                    step=tuple(q.index.astype(float)),
+                    median=tuple(med),
+                    lo=tuple(q[0.25].to_numpy()),
+                    hi=tuple(q[0.75].to_numpy()),
+                    cross_step=float(q.index[hit[0]]) if len(hit) else float("nan"),
+                    metric=m,
+                )
             )
-        )
-    return CurveSummary(metric=metric, threshold=threshold, bands=tuple(bands))
+    return CurveSummary(metric=metrics[0], threshold=threshold, bands=tuple(bands),
+                        metrics=metrics)
+
+
+def default_metrics(curves: pd.DataFrame) -> tuple[str, ...]:
+    """val_acc, with train_acc overlaid when the curves have it (the grokking picture)."""
+    return ("val_acc", "train_acc") if "train_acc" in curves.columns else ("val_acc",)
+
+
+def select_curves(
+    curves: pd.DataFrame, trials: pd.DataFrame, where: dict[str, str]
+) -> pd.DataFrame:
+    """The curves of the selected trials: same (config_hash, seed), so `--where seed=N` keeps
+    only seed N's curves (config_hash alone is shared by every seed of a config)."""
+    if not where or curves.empty:
+        return curves
+    keys = trials[["config_hash", "seed"]].drop_duplicates()
+    return curves.merge(keys, on=["config_hash", "seed"], how="inner")

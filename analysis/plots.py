@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.curves import CurveSummary
-from analysis.phase import PhaseDiagram
+from analysis.curves import CurveSummary, is_accuracy
+from analysis.phase import PhaseDiagram, PhaseDiagrams
 from analysis.powerlaw import ScalingResult
 from analysis.signtest import SignTestResult
 from analysis.speedup import SpeedupTable
@@ -39,8 +39,8 @@ def _log_ticks(ax, axis: str = "both") -> None:
     for name in ("x", "y") if axis == "both" else (axis,):
         a = getattr(ax, f"{name}axis")
         lo, hi = sorted(getattr(ax, f"get_{name}lim")())
-        narrow = lo > 0 and hi / lo < 12  # under a decade: label every 1..9 x 10^k
-        subs = tuple(float(i) for i in range(1, 10)) if narrow else (1.0, 2.0, 5.0)
+        narrow = lo > 0 and hi / lo < 12  # about a decade or less: label 1, 2, 3, 5 x 10^k
+        subs = (1.0, 2.0, 3.0, 5.0) if narrow else (1.0, 2.0, 5.0)
         a.set_major_locator(LogLocator(base=10, subs=subs))
         a.set_major_formatter(fmt)
         a.set_minor_formatter(NullFormatter())
@@ -98,22 +98,43 @@ def _edges(v: np.ndarray) -> np.ndarray:
     return np.concatenate([[v[0] ** 2 / mid[0]], mid, [v[-1] ** 2 / mid[-1]]])
 
 
-def plot_phase(res: PhaseDiagram, path: str | Path) -> Path:
-    """Heatmap of the grok fraction over (d, R), with the threshold curve R*d = C*."""
-    fig, ax = _figure()
+def plot_phase(res: PhaseDiagrams | PhaseDiagram, path: str | Path) -> Path:
+    """One heatmap of the grok fraction over (d, R) per arm, each cell annotated k/n, with the
+    threshold curve R*d = C* and its 95% profile interval (dashed)."""
+    from matplotlib.figure import Figure
+
+    diagrams = res.diagrams if isinstance(res, PhaseDiagrams) else (res,)
+    fig = Figure(figsize=(5.5 * len(diagrams), 4.8), dpi=100)
+    axes = [fig.add_subplot(1, len(diagrams), i + 1) for i in range(len(diagrams))]
+    for ax, ph in zip(axes, diagrams, strict=True):
+        _phase_panel(fig, ax, ph)
+    return _save(fig, path)
+
+
+def _phase_panel(fig, ax, res: PhaseDiagram) -> None:
+    if not res.cells:
+        ax.set_title(f"{res.arm}: no runs")
+        return
     R, D = np.asarray(res.ranks, float), np.asarray(res.widths, float)
     frac = np.full((len(R), len(D)), np.nan)  # [R, d]
     for c in res.cells:
         frac[res.ranks.index(c.rank), res.widths.index(c.d)] = c.frac
     mesh = ax.pcolormesh(_edges(D), _edges(R), frac, cmap="viridis", vmin=0, vmax=1)
-    fig.colorbar(mesh, ax=ax, label="grok fraction")
+    fig.colorbar(mesh, ax=ax, label="grok fraction k/n")
+    for c in res.cells:
+        ax.text(c.d, c.rank, f"{c.k}/{c.n}", ha="center", va="center", fontsize=7,
+                color="k" if c.frac > 0.6 else "w")
     if math.isfinite(res.threshold):
         d = np.geomspace(_edges(D)[0], _edges(D)[-1], 100)
-        ax.plot(d, res.threshold / d, color="w", lw=2, label=f"R·d = {res.threshold:.3g}")
-        for b in res.threshold_ci:
-            ax.plot(d, b / d, color="w", lw=1, ls="--")
+        ax.plot(d, res.threshold / d, color="r", lw=2, label=f"R·d = {res.threshold:.3g}")
+        lo, hi = res.threshold_ci
+        label = f"95% profile interval [{lo:.3g}, {hi:.3g}]"
+        for b in (lo, hi):
+            if 0 < b < math.inf:
+                ax.plot(d, b / d, color="r", lw=1, ls="--", label=label)
+                label = None
         ax.set_ylim(_edges(R)[0], _edges(R)[-1])
-        ax.legend(fontsize=8, loc="upper right")
+        ax.legend(fontsize=7, loc="upper right")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(D, [f"{v:g}" for v in D], minor=False)
@@ -121,19 +142,42 @@ def plot_phase(res: PhaseDiagram, path: str | Path) -> Path:
     ax.minorticks_off()
     ax.set_xlabel("width d")
     ax.set_ylabel("rank R")
-    return _save(fig, path)
+    ax.set_title(f"{res.arm}: P(grok) over R and d ({res.method})", fontsize=9)
 
 
 def plot_curves(res: CurveSummary, path: str | Path) -> Path:
-    """Metric vs step: the median per arm with its interquartile band."""
-    fig, ax = _figure()
-    for i, b in enumerate(res.bands):
-        ax.plot(b.step, b.median, color=f"C{i}", label=f"{b.arm} (n={b.n_runs})")
-        ax.fill_between(b.step, b.lo, b.hi, color=f"C{i}", alpha=0.2)
+    """Metric vs step per arm: the median over runs (val solid, train dashed) and its
+    interquartile band; the accuracy threshold as a dotted line (accuracy metrics only)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    fig, ax = _figure(7.0, 4.8)
+    arms = list(dict.fromkeys(b.arm for b in res.bands))
+    metrics = list(dict.fromkeys(b.metric for b in res.bands))
+    styles = ["-", "--", ":", "-."]
+    for b in res.bands:
+        i, j = arms.index(b.arm), metrics.index(b.metric)
+        step = np.asarray(b.step)
+        keep = step > 0  # log axis
+        ax.plot(step[keep], np.asarray(b.median)[keep], color=f"C{i}", ls=styles[j % 4])
+        ax.fill_between(step[keep], np.asarray(b.lo)[keep], np.asarray(b.hi)[keep],
+                        color=f"C{i}", alpha=0.15)
+    n_runs = {b.arm: b.n_runs for b in res.bands}
+    handles = [Line2D([], [], color=f"C{i}", label=f"{a} (n={n_runs[a]})")
+               for i, a in enumerate(arms)]
+    handles += [Line2D([], [], color="0.3", ls=styles[j % 4], label=f"median {m}")
+                for j, m in enumerate(metrics)]
+    handles.append(Patch(color="0.5", alpha=0.3, label="interquartile range over runs"))
+    if any(is_accuracy(m) for m in metrics):
+        ax.axhline(res.threshold, color="0.4", lw=0.8, ls=":")
+        handles.append(Line2D([], [], color="0.4", lw=0.8, ls=":",
+                              label=f"grok threshold {res.threshold:g}"))
     ax.set_xscale("log")
+    _log_ticks(ax, "x")
     ax.set_xlabel("step")
-    ax.set_ylabel(res.metric)
-    ax.legend(fontsize=8)
+    ax.set_ylabel(", ".join(metrics))
+    ax.set_title("Learning curves: " + " and ".join(metrics), fontsize=9)
+    ax.legend(handles=handles, fontsize=7)
     return _save(fig, path)
 
 
@@ -189,23 +233,65 @@ def plot_speedup(res: SpeedupTable, path: str | Path) -> Path:
 
 
 def plot_signtest(res: SignTestResult, path: str | Path) -> Path:
-    """Paired values, arm a against arm b, with the diagonal (censored values at the top)."""
-    fig, ax = _figure(5.0, 5.0)
+    """Paired values, arm a against arm b, with the diagonal. Both observed: filled dots;
+    one or both censored (never grokked): open markers at the budget, an arrow-like triangle
+    pointing the way the true value lies; undecidable pairs in grey."""
+    from matplotlib.lines import Line2D
+
+    fig, ax = _figure(5.5, 5.5)
     a, b = np.asarray(res.values_a, float), np.asarray(res.values_b, float)
-    finite = np.concatenate([a[np.isfinite(a)], b[np.isfinite(b)]])
-    top = float(finite.max() * 1.1) if len(finite) else 1.0
-    lo = float(finite.min()) if len(finite) else 0.0
-    ax.scatter(np.where(np.isfinite(b), b, top), np.where(np.isfinite(a), a, top), s=20)
-    ax.plot([lo, top], [lo, top], color="k", lw=0.8)
+    oa = np.asarray(res.observed_a or [True] * len(a), bool)
+    ob = np.asarray(res.observed_b or [True] * len(b), bool)
+    both = oa & ob
+    ax.scatter(b[both], a[both], s=22, color="C0")
+    for mask, marker in ((~oa & ob, "^"), (oa & ~ob, ">"), (~oa & ~ob, "D")):
+        if mask.any():  # open: a censored value (the true one is larger, the arrow's way)
+            decided = _decided(a, oa, b, ob)
+            for dec, color in ((mask & decided, "C3"), (mask & ~decided, "0.6")):
+                if dec.any():
+                    ax.scatter(b[dec], a[dec], s=40, marker=marker, facecolors="none",
+                               edgecolors=color)
+    vals = np.concatenate([a, b])
+    vals = vals[np.isfinite(vals)]
+    lo, hi = (float(vals.min()), float(vals.max())) if len(vals) else (0.0, 1.0)
+    ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
+    pad = (hi / lo) ** 0.05 if lo > 0 else 1.0
+    if lo > 0:  # same range on both axes: the diagonal is a = b
+        ax.set_xlim(lo / pad, hi * pad)
+        ax.set_ylim(lo / pad, hi * pad)
     ax.set_xlabel(f"{res.metric}: {res.arm_b}")
     ax.set_ylabel(f"{res.metric}: {res.arm_a}")
-    ax.set_title(f"+{res.n_pos} -{res.n_neg} ={res.n_ties}; sign p={res.p_sign:.3g}")
+    if res.metric == "grok_step" and lo > 0:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _log_ticks(ax)
+    handles = [
+        Line2D([], [], color="C0", marker="o", ls="", label="both observed"),
+        Line2D([], [], color="C3", marker="^", mfc="none", ls="",
+               label=f"{res.arm_a} censored at budget (true value higher)"),
+        Line2D([], [], color="C3", marker=">", mfc="none", ls="",
+               label=f"{res.arm_b} censored at budget (true value to the right)"),
+        Line2D([], [], color="0.6", marker="D", mfc="none", ls="",
+               label=f"undecidable ({res.n_undecided})"),
+        Line2D([], [], color="k", lw=0.8, label="a = b"),
+    ]
+    ax.legend(handles=handles, fontsize=7)
+    ax.set_title(f"{res.arm_a} vs {res.arm_b}: a>b {res.n_pos}, a<b {res.n_neg}, ties "
+                 f"{res.n_ties}, undecidable {res.n_undecided}; sign p={res.p_sign:.3g}",
+                 fontsize=8)
     return _save(fig, path)
+
+
+def _decided(a, oa, b, ob) -> np.ndarray:
+    from analysis.signtest import decide
+
+    return ~np.isnan(decide(a, oa, b, ob))
 
 
 PLOTS = {
     ScalingResult: plot_scaling,
     PhaseDiagram: plot_phase,
+    PhaseDiagrams: plot_phase,
     CurveSummary: plot_curves,
     SpeedupTable: plot_speedup,
     SignTestResult: plot_signtest,

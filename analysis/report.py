@@ -12,10 +12,10 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import papers
-from analysis.curves import curve_bands
+from analysis.curves import curve_bands, default_metrics
 from analysis.errors import AnalysisError
 from analysis.load import Sweep, load
-from analysis.phase import phase_diagram
+from analysis.phase import phase_diagrams
 from analysis.plots import plot
 from analysis.powerlaw import scaling
 from analysis.signtest import sign_test
@@ -103,10 +103,12 @@ def paper_comparisons(trials: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0
             pass
     if {"model_rank", "model_d"} <= set(trials) and groups == {papers.CAPACITY_GROUP}:
         try:
-            ph = phase_diagram(trials)
-            lo, hi = ph.threshold_ci
-            out.append(Comparison(papers.CAPACITY, ph.threshold,
-                                  f"95% [{fmt(lo)}, {fmt(hi)}] ({ph.method}), {ph.n_runs} runs"))
+            for ph in phase_diagrams(trials).diagrams:
+                lo, hi = ph.threshold_ci
+                out.append(Comparison(
+                    papers.CAPACITY, ph.threshold,
+                    f"arm {ph.arm}: 95% profile interval [{fmt(sig3(lo))}, {fmt(sig3(hi))}] "
+                    f"({ph.method}), {ph.n_runs} runs"))
         except AnalysisError:
             pass
     if "arch" in trials and "op" in trials:
@@ -169,7 +171,8 @@ def _section(sweep: Sweep, out_dir: Path, n_boot: int, seed: int) -> list[str]:
         lines.extend([f"![{title}]({png.name})", ""])
 
     if not sweep.curves.empty:
-        add("Curves", lambda: curve_bands(sweep.curves), "curves")
+        add("Curves", lambda: curve_bands(sweep.curves, metric=default_metrics(sweep.curves)),
+            "curves")
     if len(arms) >= 2 and "group" in T:
         base = arms[0]
         add("Speedup", lambda: speedup_table(T, base), "speedup")
@@ -186,7 +189,7 @@ def _section(sweep: Sweep, out_dir: Path, n_boot: int, seed: int) -> list[str]:
     if {"model_rank", "model_d"} <= set(T) and (
         (T["model_rank"].astype(float) * T["model_d"].astype(float)).nunique() >= 2
     ):
-        add("Phase diagram", lambda: phase_diagram(T), "phase")
+        add("Phase diagram", lambda: phase_diagrams(T), "phase")
     comps = paper_comparisons(T, n_boot=n_boot, seed=seed)
     if comps:
         lines.append(to_markdown(comparison_table(comps)))

@@ -13,8 +13,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from analysis.curves import CurveSummary
-from analysis.phase import PhaseDiagram
+from analysis.curves import CurveSummary, is_accuracy
+from analysis.phase import PhaseDiagram, PhaseDiagrams
 from analysis.powerlaw import AlphaComparison, ScalingResult
 from analysis.signtest import SignTestResult
 from analysis.speedup import SpeedupTable
@@ -142,22 +142,33 @@ def scaling_tables(res: ScalingResult, comparison: AlphaComparison | None = None
 
 
 def signtest_tables(res: SignTestResult) -> list[Table]:
-    """One row: counts of the paired differences and both p-values."""
+    """One row: counts of the paired differences (decided, tied, undecidable) and p-values."""
     cols = (
-        "metric", "arm_a", "arm_b", "alternative", "pairs", "a>b", "a<b", "ties", "censored",
-        "unpaired", "median_a", "median_b", "p_sign", "wilcoxon_n", "wilcoxon_stat",
+        "metric", "arm_a", "arm_b", "alternative", "pairs", "a>b", "a<b", "ties", "undecidable",
+        "censored", "unpaired", "median_a", "median_b", "p_sign", "wilcoxon_n", "wilcoxon_stat",
         "p_wilcoxon",
     )
+    med_a = median_value(res.median_a, res.max_a)
+    med_b = median_value(res.median_b, res.max_b)
     row = (
         res.metric, res.arm_a, res.arm_b, res.alternative, res.n_pairs, res.n_pos, res.n_neg,
-        res.n_ties, res.n_censored, res.n_missing, res.median_a, res.median_b, res.p_sign,
+        res.n_ties, res.n_undecided, res.n_censored, res.n_missing, med_a, med_b, res.p_sign,
         res.n_wilcoxon, res.w_stat, res.p_wilcoxon,
     )
-    note = (
-        f"Paired by {', '.join(res.pair_by)}; exact binomial sign test (ties left out, counted); "
-        "Wilcoxon signed-rank on finite pairs.",
-    )
-    return [Table(f"Sign test: {res.metric}, {res.arm_a} vs {res.arm_b}", cols, (row,), note)]
+    notes = [
+        f"Paired by {', '.join(res.pair_by)}; exact binomial sign test on the decided pairs "
+        "(ties left out, counted); Wilcoxon signed-rank on the pairs where both values are "
+        "observed.",
+    ]
+    if res.metric == "grok_step":
+        notes.append(
+            "A run that never grokked is censored at its budget: a pair with one censored run is "
+            "decided when the other grokked within that budget; 'undecidable' pairs (both "
+            "censored, or a grok after the other's budget) are counted, not tested. Medians: "
+            "Kaplan-Meier ('> T': censored)."
+        )
+    return [Table(f"Sign test: {res.metric}, {res.arm_a} vs {res.arm_b}", cols, (row,),
+                  tuple(notes))]
 
 
 def speedup_tables(res: SpeedupTable, wide: bool = True) -> list[Table]:
@@ -221,30 +232,41 @@ def sig3(v: float) -> float:
     return float(f"{v:.3g}") if math.isfinite(v) else v
 
 
-def phase_tables(res: PhaseDiagram) -> list[Table]:
-    """The grid cells, and the capacity threshold."""
-    cols = ("R", "d", "R*d", "k", "n", "grok_frac", "median_step")
-    rows = tuple((c.rank, c.d, c.rank * c.d, c.k, c.n, c.frac, c.median) for c in res.cells)
-    ci = "delta method on log C*" if res.method == "logit" else "separation bracket"
+def phase_tables(res: PhaseDiagrams | PhaseDiagram) -> list[Table]:
+    """The grid cells of every arm, and each arm's capacity threshold."""
+    diagrams = res.diagrams if isinstance(res, PhaseDiagrams) else (res,)
+    cols = ("arm", "R", "d", "R*d", "k", "n", "grok_frac", "median_step")
+    rows = tuple(
+        (p.arm, c.rank, c.d, c.rank * c.d, c.k, c.n, c.frac, median_value(c.median, c.max_time))
+        for p in diagrams for c in p.cells
+    )
     thr = Table(
         "Capacity threshold (P(grok) = 0.5)",
-        ("threshold", "lo", "hi", "method", "b0", "b1", "runs", "failed"),
-        ((res.threshold, *res.threshold_ci, res.method, res.b0, res.b1, res.n_runs,
-          res.n_failed),),
-        (f"Logit of P(grok) on log(R*d); 95% interval by {ci}.",),
+        ("arm", "threshold", "lo", "hi", "method", "gap_lo", "gap_hi", "delta_lo", "delta_hi",
+         "b0", "b1", "runs", "failed"),
+        tuple((p.arm, p.threshold, *p.threshold_ci, p.method, *p.gap, *p.delta_ci, p.b0, p.b1,
+               p.n_runs, p.n_failed) for p in diagrams),
+        ("logit P(grok) = b1 (log(R*d) - log C*), b1 >= 0; 95% profile-likelihood interval "
+         "(lo 0 / hi inf: unbounded). method separation: no run grokked at or below gap_lo, every "
+         "run grokked at or above gap_hi; the MLE does not exist and the interval holds the gap. "
+         "delta_lo/hi: the delta-method interval, shown for comparison only (unreliable near "
+         "separation).",) + (("Arms pooled into one diagram on request.",)
+                             if isinstance(res, PhaseDiagrams) and res.pooled else ()),
     )
-    return [Table("Phase diagram over rank R and width d", cols, rows), thr]
+    return [Table("Phase diagram over rank R and width d (k/n grokked per cell)", cols, rows),
+            thr]
 
 
 def curve_tables(res: CurveSummary) -> list[Table]:
-    """One row per arm: runs, last step, final median and the first step it crosses threshold."""
-    cols = ("arm", "runs", "last_step", f"final_median_{res.metric}", "final_q25", "final_q75",
+    """One row per (arm, metric): runs, last step, final median/IQR, first crossing step."""
+    cols = ("arm", "metric", "runs", "last_step", "final_median", "final_q25", "final_q75",
             f"first_step_median>={res.threshold:g}")
     rows = tuple(
-        (b.arm, b.n_runs, b.step[-1], b.median[-1], b.lo[-1], b.hi[-1], b.cross_step)
+        (b.arm, b.metric, b.n_runs, b.step[-1], b.median[-1], b.lo[-1], b.hi[-1],
+         b.cross_step if is_accuracy(b.metric) else "n/a (not an accuracy)")
         for b in res.bands
     )
-    return [Table(f"Curves: {res.metric} by arm", cols, rows)]
+    return [Table(f"Curves: {', '.join(res.metrics or (res.metric,))} by arm", cols, rows)]
 
 
 TABLES = {
@@ -252,6 +274,7 @@ TABLES = {
     SignTestResult: signtest_tables,
     SpeedupTable: speedup_tables,
     PhaseDiagram: phase_tables,
+    PhaseDiagrams: phase_tables,
     CurveSummary: curve_tables,
 }
 

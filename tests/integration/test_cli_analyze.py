@@ -66,6 +66,18 @@ def test_table_commands_with_plots(out, capsys, tmp_path, cmd):
     assert text.strip() and png.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_curves_where_seed_filters(out, capsys):
+    rc = main(["analyze", "curves", str(out / "tiny_ablation"), "--where", "seed=1",
+               "--format", "json"])
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)[0]["rows"]
+    # 5 groups, one config per (group, arm): seed 1 alone is 5 runs per arm (3 seeds: 15);
+    # mlp+grokfast has a failed run on Z7 seed 1 (no curve)
+    assert {(r["arm"], r["runs"]) for r in rows if r["metric"] == "val_acc"} == {
+        ("forge", 5), ("forge+grokfast", 5), ("mlp", 5), ("mlp+grokfast", 4)}
+    assert {r["metric"] for r in rows} == {"val_acc", "train_acc"}
+
+
 def test_report(out, capsys):
     rc = main(["analyze", "report", str(out / "tiny_ablation"), str(out / "tiny_capacity"),
                "--bootstrap", "50"])

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from analysis.curves import curve_bands
-from analysis.phase import phase_diagram
+from analysis.phase import phase_diagrams
 from analysis.plots import plot
 from analysis.powerlaw import scaling
 from analysis.signtest import sign_test
@@ -53,8 +53,10 @@ def test_scaling_plot(tmp_path):
 
 
 def test_phase_plot(tmp_path):
-    res = phase_diagram(trials())
-    assert res.method == "separation" and res.threshold_ci == (16.0, 20.0)
+    res = phase_diagrams(trials())  # one diagram per arm, never mixed
+    assert [p.arm for p in res.diagrams] == ["forge", "mlp"]
+    assert all(p.method == "separation" and p.gap == pytest.approx((16.0, 20.0))
+               for p in res.diagrams)
     assert _png(plot(res, tmp_path / "sub" / "p.png"))
 
 
@@ -66,5 +68,5 @@ def test_curves_speedup_signtest_plots(tmp_path):
     assert {r.arm for r in sp.rows} == {"mlp", "forge"}
     assert _png(plot(sp, tmp_path / "sp.png"))
     st = sign_test(trials(), "grok_step", "forge", "mlp")
-    assert st.n_neg == st.n_pairs - st.n_ties
+    assert st.n_neg == st.n_pairs - st.n_ties - st.n_undecided
     assert _png(plot(st, tmp_path / "st.png"))

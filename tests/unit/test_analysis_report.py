@@ -28,7 +28,7 @@ def test_paper_speedups_matched_beside_measured():
 def test_capacity_threshold_matched_only_on_s4():
     rows = [{"group": "S4", "arm": "forge", "seed": s, "model_rank": R, "model_d": 16,
              "status": "grokked" if R * 16 >= 256 else "not_grokked",
-             "grok_step": 500.0 if R * 16 >= 256 else np.nan}
+             "grok_step": 500.0 if R * 16 >= 256 else np.nan, "steps_run": 1000}
             for R in (4, 8, 16, 32) for s in range(2)]
     comps = paper_comparisons(pd.DataFrame(rows))
     assert [c.number.key for c in comps] == ["forge.capacity.threshold"]

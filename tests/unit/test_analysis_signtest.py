@@ -7,13 +7,15 @@ from analysis.errors import AnalysisError
 from analysis.signtest import sign_test
 
 
-def paired(a: list, b: list, metric: str = "m", group: str = "S3") -> pd.DataFrame:
+def paired(a: list, b: list, metric: str = "m", group: str = "S3",
+           budget: float = 1000.0) -> pd.DataFrame:
     rows = []
     for arm, vals in (("A", a), ("B", b)):
         for s, v in enumerate(vals):
             censored = metric == "grok_step" and v is None
             rows.append({"arm": arm, "seed": s, "group": group, metric: v,
-                         "status": "not_grokked" if censored else "grokked"})
+                         "status": "not_grokked" if censored else "grokked",
+                         "steps_run": budget})
     df = pd.DataFrame(rows)
     df[metric] = df[metric].astype(float)
     return df
@@ -48,14 +50,30 @@ def test_ties_counted_and_left_out():
     assert r.p_wilcoxon == stats.wilcoxon(d, alternative="greater").pvalue
 
 
-def test_censored_grok_steps_are_slower_than_any_grokked():
+def test_censored_pairs_decided_by_order_where_budgets_allow():
     a = [100.0, 200.0, None, None, 300.0]
     b = [None, None, None, 50.0, 400.0]
     r = sign_test(paired(a, b, metric="grok_step"), "grok_step", "A", "B", alternative="less")
-    # pairs: 100<inf, 200<inf, inf=inf (tie), inf>50, 300<400
-    assert (r.n_pos, r.n_neg, r.n_ties, r.n_censored) == (1, 3, 1, 4)
+    # pairs (budget 1000): 100 < >1000, 200 < >1000, both censored (undecidable), >1000 > 50,
+    # 300 < 400
+    assert (r.n_pos, r.n_neg, r.n_ties, r.n_undecided, r.n_censored) == (1, 3, 0, 1, 4)
     assert r.p_sign == stats.binomtest(1, 4, 0.5, alternative="less").pvalue
-    assert r.n_wilcoxon == 1 and r.median_b == np.inf
+    assert r.n_wilcoxon == 1 and r.median_b == np.inf and r.max_b == 1000.0
+    assert r.observed_a == (True, True, False, False, True)
+
+
+def test_a_grok_after_the_other_budget_is_undecidable():
+    df = paired([1500.0, 900.0, 800.0], [None, None, 700.0], metric="grok_step")
+    df.loc[(df["arm"] == "A"), "steps_run"] = 2000.0  # A trained longer than B's budget
+    r = sign_test(df, "grok_step", "A", "B")
+    # 1500 vs B censored at 1000: B may have grokked at 1001..1499 or later: unknown
+    assert (r.n_pos, r.n_neg, r.n_undecided) == (1, 1, 1)
+    assert r.n_pairs == 3 and r.n_pos + r.n_neg + r.n_ties + r.n_undecided == r.n_pairs
+
+
+def test_nothing_decidable_is_a_row_with_p_1():
+    r = sign_test(paired([None, None], [None, None], metric="grok_step"), "grok_step", "A", "B")
+    assert (r.n_pairs, r.n_undecided, r.p_sign) == (2, 2, 1.0) and np.isnan(r.p_wilcoxon)
 
 
 def test_unpaired_and_missing_counted():

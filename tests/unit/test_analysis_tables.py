@@ -13,7 +13,7 @@ import pytest
 
 from analysis.curves import curve_bands
 from analysis.load import load
-from analysis.phase import phase_diagram
+from analysis.phase import phase_diagrams
 from analysis.powerlaw import compare_alpha, scaling
 from analysis.signtest import sign_test
 from analysis.speedup import speedup_table
@@ -47,7 +47,7 @@ def goldens(sweeps) -> dict[str, str]:
             T, "metric_eff_modes", "forge", "mlp", alternative="greater"))),
         "speedup.md": render(tables_of(speedup_table(T, "mlp"))),
         "speedup_long.csv": render(speedup_tables(speedup_table(T, "mlp"), wide=False), "csv"),
-        "phase.md": render(tables_of(phase_diagram(cap.trials))),
+        "phase.md": render(tables_of(phase_diagrams(cap.trials))),
         "curves.md": render(tables_of(curve_bands(ab.curves))),
     }
 
