@@ -16,7 +16,9 @@ every run grokked, and the interval is at least that gap (wider when the cells a
 few runs). With no real capacity effect the interval is unbounded (lo 0 or hi inf).
 
 Point estimate: the logistic MLE when it exists (`method="profile"`); under separation the
-geometric middle of the gap (`method="separation"`); `method="none"` when every run agrees.
+geometric middle of the gap (`method="separation"`). When every run agrees (`method="none"`)
+there is no point estimate, only a one-sided bound from the same profile: nothing grokked gives
+`C* > lo` (hi inf), everything grokked `C* < hi` (lo 0).
 Arms are never pooled unless asked (`pool=True`): each arm's runs get their own diagram.
 
 Outcome coding: grokked = 1; not_grokked and diverged = 0; failed runs are left out and counted.
@@ -73,7 +75,8 @@ class PhaseDiagram:
     threshold: float
     """Capacity R*d where P(grok) = 0.5 (NaN when all runs agree)."""
     threshold_ci: tuple[float, float]
-    """95% profile-likelihood interval (lo 0 / hi inf: unbounded on that side)."""
+    """95% profile-likelihood interval (lo 0 / hi inf: unbounded on that side; with method none a
+    one-sided bound: C* > lo when nothing grokked, C* < hi when everything did)."""
     method: str
     """"profile" (MLE + profile interval), "separation" (no MLE: gap middle + profile
     interval), or "none" (every run agrees)."""
@@ -216,10 +219,19 @@ def threshold(x: np.ndarray, y: np.ndarray) -> Threshold:
     """
     x, y = np.asarray(x, float), np.asarray(y, float)
     nan2 = (math.nan, math.nan)
-    if y.min() == y.max() or np.unique(x).size < 2:
-        return Threshold(math.nan, math.nan, math.nan, "none", math.nan, math.nan, nan2, nan2)
-    span = float(x.max() - x.min())
-    b_max = 200.0 / max(span, 1e-9) * 10  # steep enough that the sigmoid is a step at data scale
+    span = max(float(x.max() - x.min()), 1.0)
+    b_max = 2000.0 / span  # steep enough that the sigmoid is a step at the data's scale
+    if y.min() == y.max():  # every run agrees: only a one-sided bound on the threshold
+        def inside_one(t: float) -> float:
+            return _profile(x, y, t, b_max) + CUT  # the supremum is 0 (perfect fit)
+
+        if y.max() == 0:  # nothing grokked: C* lies above the data, by at least this much
+            lo = _edge(inside_one, float(x.max()) + 1e-9, float(x.min()) - span, x)
+            return Threshold(math.nan, lo, math.inf, "none", math.nan, math.nan, nan2, nan2)
+        hi = _edge(inside_one, float(x.min()) - 1e-9, float(x.max()) + span, x)
+        return Threshold(math.nan, -math.inf, hi, "none", math.nan, math.nan, nan2, nan2)
+    if np.unique(x).size < 2:
+        return Threshold(math.nan, -math.inf, math.inf, "none", math.nan, math.nan, nan2, nan2)
     gap = _gap(x, y)
     b0 = b1 = math.nan
     delta = nan2

@@ -126,15 +126,20 @@ def _phase_panel(fig, ax, res: PhaseDiagram) -> None:
                 color="k" if c.frac > 0.6 else "w")
     if math.isfinite(res.threshold):
         d = np.geomspace(_edges(D)[0], _edges(D)[-1], 100)
-        ax.plot(d, res.threshold / d, color="r", lw=2, label=f"R·d = {res.threshold:.3g}")
+        ax.plot(d, res.threshold / d, color="r", lw=2, label=f"R·d = {res.threshold:.4g}")
         lo, hi = res.threshold_ci
-        label = f"95% profile interval [{lo:.3g}, {hi:.3g}]"
+        label = f"95% profile interval [{lo:.4g}, {hi:.4g}]"
         for b in (lo, hi):
             if 0 < b < math.inf:
                 ax.plot(d, b / d, color="r", lw=1, ls="--", label=label)
                 label = None
         ax.set_ylim(_edges(R)[0], _edges(R)[-1])
-        ax.legend(fontsize=7, loc="upper right")
+        ax.legend(fontsize=7, loc="lower left")
+    elif res.method == "none" and res.n_runs:
+        lo, hi = res.threshold_ci
+        bound = f"C* > {lo:.4g}" if hi == math.inf else f"C* < {hi:.4g}"
+        ax.text(0.02, 0.02, f"every run agrees: {bound} (95%)", transform=ax.transAxes,
+                fontsize=8, color="r")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(D, [f"{v:g}" for v in D], minor=False)

@@ -250,8 +250,10 @@ def phase_tables(res: PhaseDiagrams | PhaseDiagram) -> list[Table]:
          "(lo 0 / hi inf: unbounded). method separation: no run grokked at or below gap_lo, every "
          "run grokked at or above gap_hi; the MLE does not exist and the interval holds the gap. "
          "delta_lo/hi: the delta-method interval, shown for comparison only (unreliable near "
-         "separation).",) + (("Arms pooled into one diagram on request.",)
-                             if isinstance(res, PhaseDiagrams) and res.pooled else ()),
+         "separation). method none: every run had the same outcome; no estimate, only the "
+         "one-sided bound (nothing grokked: C* > lo; everything grokked: C* < hi).",)
+        + (("Arms pooled into one diagram on request.",)
+           if isinstance(res, PhaseDiagrams) and res.pooled else ()),
     )
     return [Table("Phase diagram over rank R and width d (k/n grokked per cell)", cols, rows),
             thr]

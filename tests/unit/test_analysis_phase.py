@@ -107,6 +107,13 @@ def test_all_agree_and_missing_columns():
     df = capacity_sweep(1.0, 5.0, 1, np.random.default_rng(0))
     df["status"] = "grokked"
     ph = phase_diagram(df)
-    assert ph.method == "none" and np.isnan(ph.threshold)
+    assert ph.method == "none" and np.isnan(ph.threshold) and ph.threshold_ci[0] == 0
+    assert ph.threshold_ci[1] < 4 * 4  # all 30 cells grokked, the smallest (R*d = 8) too
+    none = phase_diagram(capacities({64: (0, 4), 128: (0, 4), 256: (0, 4)}))
+    # nothing grokked, 4 runs at 256: were C* <= 256 each would grok with P >= 1/2 (all four
+    # failing: <= 1/16), so C* > 256
+    assert none.method == "none" and none.threshold_ci == (pytest.approx(256.0), np.inf)
+    one = phase_diagram(capacities({64: (0, 1), 128: (0, 1), 256: (0, 1)}))
+    assert 64 < one.threshold_ci[0] < 200  # one run each: a weaker bound (about 155)
     with pytest.raises(AnalysisError, match="no column 'model_rank'"):
         phase_diagram(df.drop(columns="model_rank"))
