@@ -79,6 +79,12 @@ def plot_scaling(res: ScalingResult, path: str | Path) -> Path:
     ax.set_xscale("log")
     ax.set_yscale("log")
     _log_ticks(ax)
+    orders = sorted({o for f in res.fits for o in f.order + f.cens_order})
+    if 0 < len(orders) <= 12:  # few groups: label each order
+        from matplotlib.ticker import NullFormatter
+
+        ax.set_xticks(orders, [f"{o:g}" for o in orders])
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("group order |G|")
     ax.set_ylabel("grok step")
     unfit = [f"{f.arm} ({f.method})" for f in res.fits if not f.fitted]
