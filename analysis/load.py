@@ -1,12 +1,16 @@
 """Load sweep outputs (the Parquet contract) into pandas, checking the schema version.
 
-A sweep output dir holds `trials/*.parquet` and `curves/*.parquet`. Each file is read on its own
-and the frames are concatenated: columns may differ between files (metric columns appear as they
-are computed), missing cells become NaN/NA.
+A sweep output dir (a local path or a URL such as s3://bucket/results/smoke) holds
+`trials/*.parquet` and `curves/*.parquet`. Each file is read on its own through the one reader
+(`grokray.files.read_dir`) and the frames are concatenated: columns may differ between
+files (metric columns appear as they are computed), missing cells become NaN/NA. A damaged file
+is named with how to repair it (SchemaError, exit 2); rows of one identity written twice (two
+drivers on one dir) are counted once, with a warning.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,17 +19,14 @@ import numpy as np
 import pandas as pd
 
 from analysis.errors import AnalysisError
+from grokray import files
 from grokray.errors import SchemaError
+from grokray.schema import CURVE_READ_REQUIRED_COLUMNS as CURVE_REQUIRED
+from grokray.schema import SCHEMA_VERSION, STATUSES
+from grokray.schema import TRIAL_REQUIRED_COLUMNS as TRIAL_REQUIRED
 
-try:  # the writer side owns the constant; the reader falls back to its own copy
-    from grokray.schema import SCHEMA_VERSION
-except ImportError:  # pragma: no cover - only until grokray/schema.py lands
-    SCHEMA_VERSION = 1
-
-TRIAL_REQUIRED = ("schema_version", "config_hash", "seed", "status", "grok_step")
-CURVE_REQUIRED = ("schema_version", "config_hash", "seed", "step")
-
-STATUSES = ("grokked", "not_grokked", "diverged", "failed")
+__all__ = ["CURVE_REQUIRED", "SCHEMA_VERSION", "STATUSES", "TRIAL_REQUIRED", "Sweep", "load",
+           "parse_where", "select", "require_columns", "require_arms"]
 
 
 @dataclass(frozen=True)
@@ -47,40 +48,6 @@ class Sweep:
         return "+".join(p.name for p in self.paths)
 
 
-def _read_dir(table_dir: Path, required: Sequence[str]) -> pd.DataFrame:
-    frames = []
-    for f in sorted(table_dir.glob("*.parquet")):
-        try:
-            df = pd.read_parquet(f)
-        except Exception as exc:  # pyarrow raises several types for a bad file
-            raise SchemaError(f"cannot read {f}: {type(exc).__name__}: {exc}") from None
-        _check_schema(df, f, required)
-        if len(df):
-            frames.append(df)
-    return pd.concat(frames, ignore_index=True, sort=False) if frames else pd.DataFrame()
-
-
-def _check_schema(df: pd.DataFrame, path: Path, required: Sequence[str]) -> None:
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        raise SchemaError(
-            f"{path}: missing column(s) {', '.join(missing)}; not a grokray schema "
-            f"v{SCHEMA_VERSION} table"
-        )
-    versions = pd.to_numeric(df["schema_version"], errors="coerce")
-    if versions.isna().any():
-        raise SchemaError(f"{path}: schema_version has missing or non-integer values")
-    newest = int(versions.max()) if len(versions) else SCHEMA_VERSION
-    oldest = int(versions.min()) if len(versions) else SCHEMA_VERSION
-    if newest > SCHEMA_VERSION:
-        raise SchemaError(
-            f"{path}: schema_version {newest} is newer than this analysis reads "
-            f"({SCHEMA_VERSION}); upgrade grokray"
-        )
-    if oldest < 1:
-        raise SchemaError(f"{path}: schema_version {oldest} is not valid (>= 1 expected)")
-
-
 def _normalize_trials(df: pd.DataFrame) -> pd.DataFrame:
     df = df.copy()
     df["grok_step"] = pd.to_numeric(df["grok_step"], errors="coerce").astype(float)
@@ -96,26 +63,47 @@ def _normalize_trials(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def load(paths: str | Path | Iterable[str | Path]) -> Sweep:
-    """Read one or several sweep output dirs. Raises SchemaError on a missing/newer schema."""
+    """Read one or several sweep output dirs (local paths or URLs).
+
+    Raises SchemaError naming every damaged file (with how to repair it), or a missing dir."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    dirs = tuple(Path(p) for p in paths)
+    dirs = tuple(Path(p) if "://" not in str(p) else p for p in paths)
     if not dirs:
         raise AnalysisError("no sweep output dir given")
-    trials, curves = [], []
+    trials, curves, damaged = [], [], []
     for d in dirs:
-        if not d.is_dir():
-            raise SchemaError(f"no such sweep output dir: {d}")
-        if not (d / "trials").is_dir():
-            raise SchemaError(f"{d} has no trials/ dir; is it a sweep output dir (OUT/<sweep>)?")
-        t = _read_dir(d / "trials", TRIAL_REQUIRED)
-        if t.empty:
-            raise SchemaError(f"{d}/trials holds no rows")
-        trials.append(t)
-        if (d / "curves").is_dir():
-            curves.append(_read_dir(d / "curves", CURVE_REQUIRED))
-    T = _normalize_trials(pd.concat(trials, ignore_index=True, sort=False))
+        out = str(d)
+        try:
+            loc = files.Location.of(out)
+            is_dir = loc.is_dir()
+        except (OSError, ValueError) as exc:
+            raise SchemaError(f"cannot open {out}: {' '.join(str(exc).split())[:200]}") from None
+        if not is_dir:
+            raise SchemaError(f"no such sweep output dir: {out}")
+        if not loc.is_dir("trials"):
+            raise SchemaError(f"{out} has no trials/ dir; is it a sweep output dir "
+                              "(OUT/<sweep>)?")
+        t = files.read_dir(loc, "trials", required=TRIAL_REQUIRED)
+        c = files.read_dir(loc, "curves", required=CURVE_REQUIRED)
+        damaged += [x.line(out) for x in t.damaged + c.damaged]
+        if not t.damaged and t.frame.empty:
+            raise SchemaError(f"{out}/trials holds no rows")
+        trials.append(t.frame.drop(columns="file"))
+        if not c.frame.empty:
+            curves.append(c.frame.drop(columns="file"))
+    if damaged:
+        raise SchemaError("\n".join(damaged))
+    T = pd.concat(trials, ignore_index=True, sort=False)
+    T, dropped, n_ids = files.dedupe(T)
+    if dropped:
+        print(f"warning: {dropped} duplicate row(s) of {n_ids} identities (config_hash, seed) "
+              "were counted once, the newest run kept (two drivers wrote one dir?); "
+              "`grokray status --repair DIR` removes them on disk", file=sys.stderr)
+    T = _normalize_trials(T)
     C = pd.concat(curves, ignore_index=True, sort=False) if curves else pd.DataFrame()
+    if dropped and not C.empty and "run_id" in C.columns:  # the kept rows' curves only
+        C = C.merge(T[["config_hash", "seed", "run_id"]], on=["config_hash", "seed", "run_id"])
     if not C.empty and "arm" not in C.columns:
         C = C.merge(T[["config_hash", "arm"]].drop_duplicates(), on="config_hash", how="left")
     return Sweep(paths=dirs, trials=T, curves=C)

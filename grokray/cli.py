@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from grokray.errors import GrokrayError
+from grokray.errors import GrokrayError, SpecError
 
 # subcommand name -> module that implements it
 COMMANDS = {
@@ -44,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except SpecError as exc:  # FILE:LINE: key: problem; what is valid (one line each)
+        print(str(exc), file=sys.stderr)
+        return 2
     except GrokrayError as exc:
         print(f"grokray {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -25,6 +25,15 @@ SCHEMA_VERSION = 2
 the sections the arch reads); 1: every section, names as written. Readers accept both; the
 sweep store gives v1 rows their v2 identity from config_json (docs/sweeps.md)."""
 
+STATUSES = ("grokked", "not_grokked", "diverged", "failed")
+"""a seed's outcome (the `status` column)"""
+ID_COLUMNS = ["config_hash", "seed", "status", "run_id"]
+"""the row identity (config_hash, seed) and what the store needs to resume"""
+TRIAL_REQUIRED_COLUMNS = ("schema_version", "config_hash", "seed", "status", "grok_step")
+"""columns a trials file must have to be read"""
+CURVE_READ_REQUIRED_COLUMNS = ("schema_version", "config_hash", "seed", "step")
+"""columns a curves file must have to be read"""
+
 IDENTITY_COLUMNS = ["schema_version", "sweep", "run_id", "config_hash", "seed", "data_seed"]
 OUTCOME_COLUMNS = [
     "status", "error", "grok_step", "memorize_step", "ungrok_step", "steps_run",

@@ -13,12 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from grokray.errors import ConfigError, GroupError
-from grokray.groups import Group, get_group, parse
+from grokray.groups import get_group, parse
+
+if TYPE_CHECKING:  # torch is imported where tensors are made: checking names needs no torch
+    import torch
+
+    from grokray.groups import Group
 
 # op name -> (a, b, p) -> y, all int64 arrays mod p; b ranges over 1..p-1 for the ops in NONZERO_B
 ModOp = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
@@ -88,6 +93,8 @@ class Task:
 
 def make_task(group: str | Group, op: str | None = None) -> Task:
     """Group composition (op None or "compose") or a modular op on Z_p (group "Z<p>")."""
+    import torch
+
     key = _op_key(op)
     if key == COMPOSE:
         G = get_group(group)
@@ -124,6 +131,8 @@ def canonical_names(group: str, op: str | None) -> tuple[str, str]:
 def split(task: Task, train_frac: float, data_seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Disjoint (train_idx, val_idx), sorted LongTensors; round(train_frac * N) train examples,
     at least one of each. Deterministic from data_seed via NumPy PCG64 (see module doc)."""
+    import torch
+
     if not 0.0 < float(train_frac) < 1.0:
         raise ConfigError(f"train_frac must be in (0, 1), got {train_frac!r}")
     if int(data_seed) != data_seed or data_seed < 0:
@@ -147,7 +156,7 @@ def _op_key(op: str | None) -> str:
 
 
 def _modulus(group: str | Group, key: str) -> int:
-    name = group.name if isinstance(group, Group) else group
+    name = group if isinstance(group, str) else group.name
     spec = parse(name)
     if len(spec.factors) != 1 or spec.factors[0][0] != "Z":
         raise GroupError(f"op {key!r} is modular arithmetic: the group must be Z<p>, got {name!r}")
@@ -164,3 +173,17 @@ def _inverse_mod(b: np.ndarray, p: int) -> np.ndarray:
 
 def _is_prime(n: int) -> bool:
     return n >= 2 and all(n % f for f in range(2, int(n**0.5) + 1))
+
+
+def op_problem(group: str, op: str | None) -> str | None:
+    """Why `make_task(group, op)` would fail on the names alone, or None; builds nothing."""
+    try:
+        key = _op_key(op)
+        if key == COMPOSE:
+            parse(group)
+        else:
+            _modulus(group, key)
+    except (ConfigError, GroupError) as exc:
+        return (str(exc).splitlines()[0] + "; valid: group (any group), or on Z<p>: "
+                + ", ".join(MOD_OPS) + " (div, div_odd: p prime)")
+    return None

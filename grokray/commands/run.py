@@ -86,15 +86,32 @@ def _fmt(v: Any) -> str:
 
 def main(args: argparse.Namespace) -> int:
     cfg = build_config(args)
+
+    from grokray.tasks import make_task
+
+    make_task(cfg.group, cfg.op)  # a bad group or op fails here, before the progress bar
+    if not args.out:
+        return _train_and_report(args, cfg)
+    # an output that cannot be written, or that another grokray process is writing, fails
+    # here, before any training; the lock is held until the result is written
+    from grokray.sweep.lock import WriterLock
+    from grokray.sweep.store import check_writable
+
+    check_writable(args.out)
+    with WriterLock(args.out, "grokray run " + shlex.join(sys.argv[2:])) as lock:
+        if lock.notice:
+            print(lock.notice, file=sys.stderr, flush=True)
+        return _train_and_report(args, cfg)
+
+
+def _train_and_report(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - TrialConfig
     import torch
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from grokray.tasks import make_task
     from grokray.trainer import run_trial
 
-    make_task(cfg.group, cfg.op)  # a bad group or op fails here, before the progress bar
     if args.threads:
         torch.set_num_threads(args.threads)
     err = Console(stderr=True)

@@ -1,9 +1,19 @@
-"""`grokray status OUT/SWEEP`: counts and grok rate per architecture, from the Parquet alone."""
+"""`grokray status OUT/SWEEP`: counts and grok rate per architecture, from the Parquet alone.
+
+Rows of one identity written twice (two drivers on one dir, before the lock) are counted once,
+with a warning. A damaged file (truncated, foreign, not a grokray table) is named with how to
+repair it, and the command exits 2; so does a trial whose curves file is missing.
+`grokray status --repair OUT/SWEEP` moves such files into `OUT/SWEEP/quarantine/` (nothing is
+deleted), removes duplicate rows (the newest run is kept) and what an interrupted writer left;
+the next `grokray sweep` runs the quarantined trials again.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import sys
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -14,36 +24,62 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "and arm, from OUT/<sweep>/trials/*.parquet (and plan.json for pending).",
     )
     p.add_argument("sweep_dir", help="a sweep's output dir, e.g. results/smoke")
+    p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    p.add_argument("--repair", action="store_true",
+                   help="move damaged files and trials without curves into quarantine/, drop "
+                        "duplicate rows; then rerun the sweep to fill the gaps")
     p.set_defaults(func=main)
 
 
 def status_tables(sweep_dir: str) -> dict:
-    """The numbers `grokray status` prints (a dict of plain values and DataFrames)."""
+    """The numbers `grokray status` prints (a dict of plain values and DataFrames).
+
+    Raises SchemaError naming every damaged file and every trial whose curves are missing."""
     import pandas as pd
 
-    from grokray.errors import GrokrayError
+    from grokray import files
+    from grokray.errors import GrokrayError, SchemaError
+    from grokray.schema import ID_COLUMNS, STATUSES
     from grokray.sweep import store
 
-    loc = store.Location.of(sweep_dir)
-    if not loc.exists() and "://" not in sweep_dir:
+    try:
+        loc = store.Location.of(sweep_dir)
+        exists = loc.is_dir()
+    except (OSError, ValueError) as exc:
+        raise GrokrayError(f"cannot open {sweep_dir}: {' '.join(str(exc).split())[:200]}") \
+            from None
+    if not exists:
         raise GrokrayError(f"no sweep output at {sweep_dir}; give OUT/<sweep> of a sweep that ran")
-    cols = ["config_hash", "seed", "status", "arch", "arm", "group", "run_id", "wall_s"]
-    df = store.read_trials(sweep_dir, cols)
+    cols = [*ID_COLUMNS, "arch", "arm", "group", "wall_s"]
+    t = files.read_dir(loc, store.TRIALS, columns=cols, required=ID_COLUMNS)
+    c = files.read_dir(loc, store.CURVES, columns=["config_hash"],
+                       required=("config_hash", "seed", "step"))
+    problems = [d.line(sweep_dir) for d in t.damaged + c.damaged]
+    for name in store.missing_curves(sweep_dir, t.frame):
+        problems.append(f"{loc.join(store.CURVES, name)}: missing (the curves of "
+                        f"{loc.join(store.TRIALS, name)}); repair: grokray status --repair "
+                        f"{sweep_dir} (moves the trials file to quarantine/; its trials run "
+                        "again on the next sweep)")
+    if problems:
+        raise SchemaError("\n".join(problems))
+    df, dropped, dup_ids = files.dedupe(t.frame)
     plan = store.read_plan(sweep_dir)
     n_planned = plan["n_trials"] * len(plan["seeds"]) if plan else None
     by_cfg = df.groupby("config_hash")["status"].agg(lambda s: (s == "failed").any()) \
         if len(df) else pd.Series(dtype=bool)
-    trials_failed = int(by_cfg.sum())
+    counts = df["status"].value_counts().to_dict() if len(df) else {}
     out = {
         "sweep_dir": sweep_dir,
         "rows": len(df),
         "trials": int(df["config_hash"].nunique()) if len(df) else 0,
-        "trials_failed": trials_failed,
+        "trials_failed": int(by_cfg.sum()),
         "planned_trials": plan["n_trials"] if plan else None,
         "planned_rows": n_planned,
         "pending_rows": None if n_planned is None else max(0, n_planned - len(df)),
-        "by_status": df["status"].value_counts().to_dict() if len(df) else {},
+        "by_status": {k: int(counts.get(k, 0)) for k in STATUSES},
         "run_ids": sorted(df["run_id"].unique()) if len(df) else [],
+        "duplicate_rows": dropped,
+        "duplicate_identities": dup_ids,
     }
     ok = df[df["status"] != "failed"] if len(df) else df
     rows = []
@@ -51,21 +87,29 @@ def status_tables(sweep_dir: str) -> dict:
         if not len(ok) or key not in ok:
             continue
         g = ok.groupby(key)["status"]
-        t = pd.DataFrame({
+        tab = pd.DataFrame({
             "seeds": g.size(),
             "grokked": g.apply(lambda s: int((s == "grokked").sum())),
         })
-        t["grok_rate"] = t["grokked"] / t["seeds"]
-        t.index = [f"{key}={i}" for i in t.index]
-        rows.append(t)
+        tab["grok_rate"] = tab["grokked"] / tab["seeds"]
+        tab.index = [f"{key}={i}" for i in tab.index]
+        rows.append(tab)
     out["grok_rate"] = pd.concat(rows) if rows else pd.DataFrame(
         columns=["seeds", "grokked", "grok_rate"])
     return out
 
 
-def render_status(sweep_dir: str) -> str:
+def _warning(s: dict) -> str | None:
+    if not s["duplicate_rows"]:
+        return None
+    return (f"warning: {s['duplicate_rows']} duplicate row(s) of {s['duplicate_identities']} "
+            "identities (config_hash, seed) counted once, the newest run kept (two drivers "
+            f"wrote this dir?); `grokray status --repair {s['sweep_dir']}` removes them")
+
+
+def render_status(sweep_dir: str, s: dict | None = None) -> str:
     """The text `grokray status` prints."""
-    s = status_tables(sweep_dir)
+    s = s or status_tables(sweep_dir)
     st = s["by_status"]
     planned = s["planned_rows"]
     lines = [
@@ -73,8 +117,7 @@ def render_status(sweep_dir: str) -> str:
         f"{s['trials']} trials with rows ({s['trials_failed']} with failures), "
         f"{s['rows']} seed-rows" + (f" of {planned} planned, {s['pending_rows']} pending"
                                     if planned is not None else ""),
-        "seeds: " + ", ".join(f"{k} {st.get(k, 0)}" for k in
-                               ("grokked", "not_grokked", "diverged", "failed")),
+        "seeds: " + ", ".join(f"{k} {v}" for k, v in st.items()),
         f"runs: {', '.join(s['run_ids']) or '-'}",
     ]
     t = s["grok_rate"]
@@ -86,6 +129,37 @@ def render_status(sweep_dir: str) -> str:
     return "\n".join(lines)
 
 
+def status_json(s: dict) -> str:
+    """`--json`: every figure, the grok-rate table as a list of rows."""
+    t = s["grok_rate"]
+    plain = {k: v for k, v in s.items() if k != "grok_rate"}
+    plain["grok_rate"] = [{"group": name, "seeds": int(r["seeds"]), "grokked": int(r["grokked"]),
+                           "grok_rate": float(r["grok_rate"])} for name, r in t.iterrows()]
+    return json.dumps(plain)
+
+
+def repair(sweep_dir: str) -> int:
+    from grokray.sweep import store
+    from grokray.sweep.lock import WriterLock
+
+    with WriterLock(sweep_dir, f"grokray status --repair {sweep_dir}"):
+        done = store.repair_damaged(sweep_dir)
+    for path in done["damaged"]:
+        print(f"moved damaged file to {path}")
+    for path in done["missing_curves"]:
+        print(f"moved trials file without curves to {path} (its trials run again on the next "
+              "sweep)")
+    print("removed: " + ", ".join(f"{k.replace('_', ' ')} {v[0]}" for k, v in done.items()
+                                  if k not in ("damaged", "missing_curves")))
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
-    print(render_status(args.sweep_dir))
+    if args.repair:
+        repair(args.sweep_dir)
+    s = status_tables(args.sweep_dir)
+    warn = _warning(s)
+    if warn:
+        print(warn, file=sys.stderr)
+    print(status_json(s) if args.json else render_status(args.sweep_dir, s))
     return 0

@@ -15,7 +15,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("spec", help="sweep spec YAML (e.g. sweeps/smoke.yaml)")
     p.add_argument("--dry-run", action="store_true",
-                   help="print trials, seeds, axes, what is done and the work left; run nothing")
+                   help="print trials, seeds, axes, what is done and the work left; run nothing "
+                        "(a grid is counted, not built)")
+    p.add_argument("--json", action="store_true",
+                   help="with --dry-run: print the plan as one JSON object on stdout")
     p.add_argument("--out", help="output root (overrides the spec's out)")
     p.add_argument("--address", default=None,
                    help="Ray cluster to join ('auto' on a cluster node; also RAY_ADDRESS); "
@@ -33,6 +36,32 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
+def plan_summary(plan) -> dict:  # noqa: ANN001 - Plan (kept lazy)
+    """The dry-run figures as plain values (what `--dry-run --json` prints)."""
+    from grokray.sweep.spec import axis_label
+
+    spec = plan.spec
+    out: dict = {
+        "sweep": spec.name, "spec": spec.path, "sweep_dir": spec.sweep_dir,
+        "axes": [{"keys": list(keys), "n": len(vals),
+                  "values": [list(v) if len(v) > 1 else v[0] for v in vals]}
+                 for keys, vals in zip(spec.axes, spec.values, strict=True)],
+        "search": None, "grid_points": spec.n_points, "trials": plan.n_trials,
+        "seeds": spec.seeds, "seed_runs": plan.n_trials * plan.n_seeds,
+        "done_seed_runs": plan.done_rows, "failed_seed_runs": plan.failed_rows,
+        "todo_trials": plan.n_todo_trials, "todo_seed_runs": plan.todo_seeds,
+        "todo_seed_steps": plan.todo_seed_steps,
+        "resources": {"cpu": spec.cpu, "gpu": spec.gpu}, "concurrency": spec.concurrency,
+        "retries": spec.retries, "counted_not_built": plan.counted,
+    }
+    if spec.search is not None:
+        s = spec.search
+        out["search"] = {"metric": s.metric, "mode": s.mode, "num_samples": s.num_samples,
+                         "seed": s.seed, "space": {k: str(d) for k, d in s.space.items()}}
+    out["axis_labels"] = [axis_label(k) for k in spec.axes]
+    return out
+
+
 def describe(plan) -> str:  # noqa: ANN001 - Plan (kept lazy)
     """The dry-run text."""
     from grokray.sweep.spec import axis_label
@@ -40,64 +69,107 @@ def describe(plan) -> str:  # noqa: ANN001 - Plan (kept lazy)
     spec = plan.spec
     lines = [f"sweep {spec.name}: {spec.path} -> {spec.sweep_dir}"]
     if spec.search is not None:
-        s = spec.search
-        lines.append(f"search: optuna, {s.metric} ({s.mode}), {s.num_samples} samples over "
-                     + ", ".join(f"{k} ~ {d}{a}" for k, (d, a) in s.space.items()))
+        lines.append("search: " + spec.search.describe())
     elif spec.axes:
         for keys, vals in zip(spec.axes, spec.values, strict=True):
             shown = [v[0] if len(v) == 1 else v for v in vals]
-            lines.append(f"axis {axis_label(keys)} ({len(vals)}): "
-                         + ", ".join(str(v) for v in shown))
+            text = ", ".join(str(v) for v in shown[:20]) + (", ..." if len(shown) > 20 else "")
+            lines.append(f"axis {axis_label(keys)} ({len(vals)}): {text}")
     else:
         lines.append("axes: none (a single config)")
     total_rows = plan.n_trials * plan.n_seeds
-    lines.append(f"trials: {plan.n_trials} configs x {plan.n_seeds} seeds = {total_rows} "
-                 f"seed-runs; seeds {spec.seeds}")
-    lines.append(f"done: {plan.done_rows}/{total_rows} seed-runs on disk "
+    merged = "" if plan.counted or spec.search is not None or not spec.merged else \
+        f" ({spec.merged} grid points had the identity of another and run once)"
+    lines.append(f"trials: {plan.n_trials:,} configs x {plan.n_seeds} seeds = {total_rows:,} "
+                 f"seed-runs; seeds {_seeds_text(spec.seeds)}{merged}")
+    lines.append(f"done: {plan.done_rows:,}/{total_rows:,} seed-runs on disk "
                  f"({plan.failed_rows} failed)")
-    lines.append(f"to run: {plan.n_todo_trials} trials, {plan.todo_seeds} seed-runs, "
+    lines.append(f"to run: {plan.n_todo_trials:,} trials, {plan.todo_seeds:,} seed-runs, "
                  f"{plan.todo_seed_steps:,} seed-steps; resources per trial cpu {spec.cpu:g} "
                  f"gpu {spec.gpu:g}, concurrency {spec.concurrency or 'auto'}, "
                  f"retries {spec.retries}")
     return "\n".join(lines)
 
 
+def _seeds_text(seeds: list[int]) -> str:
+    if seeds == list(range(len(seeds))) and len(seeds) > 3:
+        return f"0..{len(seeds) - 1}"
+    return str(seeds)
+
+
 def main(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from grokray.sweep.runner import make_plan, run_plan
+    from grokray.errors import GrokrayError
+    from grokray.sweep import store
     from grokray.sweep.spec import load_spec
 
     spec = load_spec(args.spec)
     if args.out:
         spec = dataclasses.replace(spec, out=args.out)
     if args.force and args.rerun_failed:
-        from grokray.errors import GrokrayError
-
         raise GrokrayError("--force already reruns everything; drop --rerun-failed")
+    if args.json and not args.dry_run:
+        raise GrokrayError("--json goes with --dry-run (a running sweep prints progress lines)")
+    if args.local and spec.search is not None:
+        raise GrokrayError("a search runs on Ray only (Optuna through Ray Tune); drop --local")
+    # the output location, before any work: one line and exit 2 when it cannot be written
+    store.check_writable(spec.sweep_dir, create=not args.dry_run)
+    if args.dry_run:
+        return _dry_run(spec, args)
+
+    from grokray.sweep.lock import WriterLock
+
+    command = "grokray sweep " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["sweep"] else
+                                         sys.argv[1:])
+    with WriterLock(spec.sweep_dir, command) as lock:
+        if lock.notice:
+            print(lock.notice, file=sys.stderr, flush=True)
+        return _run(spec, args)
+
+
+def _dry_run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
+    from grokray.sweep.runner import make_plan
+
+    plan = make_plan(spec, rerun_failed=args.rerun_failed, force=args.force, build=False)
+    if args.json:
+        import json
+
+        print(json.dumps(plan_summary(plan)), flush=True)
+    else:
+        print(describe(plan), flush=True)
+    return 0
+
+
+def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
+    from grokray.sweep.interrupt import on_signals
+    from grokray.sweep.progress import Display
+    from grokray.sweep.runner import Writer, make_plan, run_plan, trials_written
+
     plan = make_plan(spec, rerun_failed=args.rerun_failed, force=args.force)
     print(describe(plan), flush=True)
-    if args.dry_run:
-        return 0
     if not plan.n_todo_trials:
         print("nothing to run: every (config, seed) has a row", flush=True)
         return _summary(spec.sweep_dir) if args.summary else 0
 
-    _check_out(spec.sweep_dir)
     backend = _backend(args, plan)
-    from grokray.sweep.progress import Display
-
     display = Display(plan.n_todo_trials, plan.todo_seed_steps, title=spec.name,
-                      live=False if args.plain else None)
+                      live=False if args.plain else None, keys=spec.swept_keys)
+    writer = Writer(plan, display)
+    signals = on_signals()
     logs = ""
     try:
-        with display:
-            writer = run_plan(plan, backend, display)
-    finally:
-        if not args.local:
-            logs = _ray_logs_dir()  # asked while still connected: Ray's temp dir may be anywhere
-        if hasattr(backend, "shutdown"):
-            backend.shutdown()
+        with signals, display, backend:
+            signals.install()  # after Ray's start, which sets handlers of its own
+            try:
+                run_plan(plan, backend, display, writer)
+            finally:
+                if not args.local:  # asked while still connected: Ray's temp dir may be anywhere
+                    logs = _ray_logs_dir()
+    except KeyboardInterrupt:  # Interrupted, or Ray's re-raise of it
+        print(f"interrupted: {trials_written(plan)} trials written; run the same command to "
+              "resume", file=sys.stderr, flush=True)
+        return signals.exit_code
     failed = sum(o.error is not None for o in writer.outcomes)
     logs = f"; Ray's logs: {logs}" if logs else ""
     print(f"sweep {spec.name}: {len(writer.outcomes)} trials written to {spec.sweep_dir} "
@@ -110,15 +182,13 @@ def main(args: argparse.Namespace) -> int:
 def _backend(args: argparse.Namespace, plan):  # noqa: ANN001, ANN202
     spec = plan.spec
     if args.local:
-        from grokray.errors import GrokrayError
         from grokray.sweep.backend import LocalBackend
 
-        if spec.search is not None:
-            raise GrokrayError("a search runs on Ray only; drop --local")
         return LocalBackend()
+    from grokray.files import join_uri
     from grokray.sweep.backend import RayBackend
 
-    storage = spec.sweep_dir + "/_ray"
+    storage = join_uri(spec.sweep_dir, "_ray")
     if "://" not in storage:
         import os
 
@@ -126,25 +196,8 @@ def _backend(args: argparse.Namespace, plan):  # noqa: ANN001, ANN202
     return RayBackend(
         name=f"{spec.name}-{plan.run_id}", storage_path=storage, cpu=spec.cpu, gpu=spec.gpu,
         concurrency=spec.concurrency, retries=spec.retries, address=args.address,
-        num_cpus=args.num_cpus, search=spec.search, prior=plan.prior,
-        num_samples=plan.n_search_new,
+        num_cpus=args.num_cpus,
     )
-
-
-def _check_out(sweep_dir: str) -> None:
-    """Before any trial runs: the results directory can be made and written from here."""
-    from grokray.errors import GrokrayError
-    from grokray.sweep.store import Location
-
-    try:
-        loc = Location.of(sweep_dir)
-        loc.write_bytes_atomic(loc.join(".write_check"), lambda out: out.write(b"ok"))
-        loc.fs.delete_file(loc.join(".write_check"))
-    except (OSError, ValueError) as exc:  # pyarrow: OSError subclasses; a bad URI: ArrowInvalid
-        raise GrokrayError(
-            f"cannot write results to {sweep_dir} ({exc}); --out takes a writable directory "
-            "(on a cluster one every node mounts at that path) or an object store URI such as "
-            "s3://bucket/dir") from None
 
 
 def _ray_logs_dir() -> str:

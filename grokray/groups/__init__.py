@@ -9,13 +9,24 @@ Tables are built vectorized, cached in memory (lru_cache) and, for order >= 256,
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from grokray.groups import _cache
-from grokray.groups._group import Group
 from grokray.groups._names import EXAMPLES, FAMILIES, GRAMMAR, Family, Spec, parse
+
+if TYPE_CHECKING:
+    from grokray.groups._group import Group
+
+
+def __getattr__(name: str) -> Any:
+    """`Group` is imported on first use: parsing and checking names needs no torch."""
+    if name == "Group":
+        from grokray.groups._group import Group
+
+        return Group
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "EXAMPLES", "FAMILIES", "GRAMMAR", "SCALING_GROUPS", "Family", "Group", "Spec", "get_group",
@@ -35,13 +46,17 @@ def get_group(name: str | Group, max_order: int | None = None) -> Group:
 
     max_order: refuse groups above this order (default $GROKRAY_MAX_GROUP_ORDER or 10000).
     """
-    if isinstance(name, Group):
+    if not isinstance(name, str):  # a Group already
         return name
     return _build(parse(name, cap=max_order).name)
 
 
 @lru_cache(maxsize=8)
 def _build(canonical: str) -> Group:
+    import torch
+
+    from grokray.groups._group import Group
+
     spec = parse(canonical, cap=10**12)  # the cap was checked on the name the user gave
     big = spec.order >= _cache.DISK_MIN_ORDER
     cached = _cache.load(canonical, "table") if big else None

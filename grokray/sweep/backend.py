@@ -29,8 +29,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from grokray.config import TrialConfig, get_key
+from grokray.config import TrialConfig
 from grokray.errors import GrokrayError
+from grokray.sweep.search import SearchRun, tune_setup, unsafe_key
 
 TrialFn = Callable[[TrialConfig], Any]
 
@@ -51,6 +52,8 @@ class Outcome:
     """seconds from start to end of trial_fn"""
     traceback: str | None = None
     """full traceback of the error, for the log"""
+    exception: BaseException | None = None
+    """the exception Ray gave for a trial it lost (decides whether to retry); driver only"""
 
 
 class Sink(Protocol):
@@ -64,10 +67,24 @@ class Sink(Protocol):
 
 
 class Backend(Protocol):
-    """Runs trials and reports them to a sink."""
+    """Runs trials and reports them to a sink; a context manager that owns its resources.
+
+        with backend:                     # connects (an embedded Ray starts here)
+            backend.run(configs, sink)    # or backend.run_search(search_run, sink)
+                                          # leaving: what it started is stopped
+    """
+
+    def __enter__(self) -> Backend:
+        """Acquire what the backend runs on."""
+
+    def __exit__(self, *exc: Any) -> None:
+        """Release it (also on an exception or an interrupt)."""
 
     def run(self, configs: Sequence[TrialConfig], sink: Sink) -> None:
         """Run every config (blocking) and report each one to `sink`."""
+
+    def run_search(self, search: SearchRun, sink: Sink) -> None:
+        """Sample and run `search.num_samples` configs (blocking), reporting each to `sink`."""
 
 
 def default_trial_fn() -> TrialFn:
@@ -146,6 +163,15 @@ class LocalBackend:
     def __init__(self, trial_fn: TrialFn | None = None):
         self.trial_fn = trial_fn
 
+    def __enter__(self) -> LocalBackend:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def run_search(self, search: SearchRun, sink: Sink) -> None:
+        raise GrokrayError("a search runs on Ray only (Optuna through Ray Tune); drop --local")
+
     def run(self, configs: Sequence[TrialConfig], sink: Sink) -> None:
         fn = self.trial_fn or default_trial_fn()
         for cfg in configs:
@@ -166,16 +192,10 @@ _TUNE_ENV = {
     "RAY_AIR_NEW_OUTPUT": "0",
     "RAY_TRAIN_V2_ENABLED": "0",
     "RAY_DEDUP_LOGS": "0",
+    # Ctrl-C is the sweep command's: it stops, says what was written and exits 130 (Tune's own
+    # handler would stop quietly, print a Tuner.restore hint and return as if finished)
+    "TUNE_DISABLE_SIGINT_HANDLER": "1",
 }
-
-
-def _safe(key: str) -> str:
-    """Search-space parameter name for a dotted config key (Tune splits nested keys on '/')."""
-    return key.replace(".", "__")
-
-
-def _unsafe(name: str) -> str:
-    return name.replace("__", ".")
 
 
 def config_of(params: dict[str, Any], configs: Sequence[dict[str, Any]] = ()) -> TrialConfig:
@@ -186,7 +206,7 @@ def config_of(params: dict[str, Any], configs: Sequence[dict[str, Any]] = ()) ->
         cfg = TrialConfig.from_dict(params["config"])
     search = {k: v for k, v in params.items() if k not in ("config", "index")}
     if search:
-        cfg = cfg.with_overrides({_unsafe(k): _plain(v) for k, v in search.items()})
+        cfg = cfg.with_overrides({unsafe_key(k): _plain(v) for k, v in search.items()})
     return cfg
 
 
@@ -267,9 +287,6 @@ class RayBackend:
         address: str | None = None,
         num_cpus: int | None = None,
         trial_fn: TrialFn | None = None,
-        search: Any | None = None,
-        prior: Sequence[tuple[TrialConfig, float]] = (),
-        num_samples: int = 0,
     ):
         self.name = name
         """Tune experiment name"""
@@ -281,13 +298,16 @@ class RayBackend:
         self.address = address
         self.num_cpus = num_cpus
         self.trial_fn = trial_fn
-        self.search = search
-        """a SearchSpec (grokray.sweep.spec) or None"""
-        self.prior = list(prior)
-        """finished (config, metric) pairs that warm-start the search"""
-        self.num_samples = num_samples
-        """new configs to sample in a search"""
         self.started_ray = False
+
+    def __enter__(self) -> RayBackend:
+        self.connect()
+        self._quiet()
+        self.check_resources()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
 
     # -------------------------------------------------------------- Ray session
 
@@ -310,6 +330,8 @@ class RayBackend:
             kwargs["address"] = address
         else:
             # "local" always starts a new embedded Ray: never join another one on this machine.
+            # (Ray 2.60 turns a loopback node address into the machine's own address,
+            # services.resolve_ip_for_localhost, so the node cannot be confined to 127.0.0.1.)
             kwargs["address"] = "local"
             if self.num_cpus:
                 kwargs["num_cpus"] = self.num_cpus
@@ -355,32 +377,41 @@ class RayBackend:
     # -------------------------------------------------------------- running
 
     def run(self, configs: Sequence[TrialConfig], sink: Sink) -> None:
-        if not configs and self.search is None:
+        if not configs:
             return
-        self.connect()
+        self._run(list(configs), None, sink)
+
+    def run_search(self, search: SearchRun, sink: Sink) -> None:
+        if search.num_samples < 1:
+            return
+        self._run([search.base], search, sink)
+
+    def _run(self, pending: list[TrialConfig], search: SearchRun | None, sink: Sink) -> None:
+        self.connect()  # a no-op inside `with backend:`
         self._quiet()
         self.check_resources()
-        pending = list(configs)
+        lost: list[Outcome] = []
         # Tune retries a lost trial itself (FailureConfig), but a retry can land on a cached
         # actor of the node that just died; what Tune gives up on gets fresh rounds here
         for round_ in range(self.retries + 1):
-            gone = self._fit(pending, sink)
+            gone = self._fit(pending, search, sink)
             lost = [o for o in gone if not _hopeless(o)]
             for out in gone:  # e.g. the trial function cannot be loaded: no point retrying
                 if _hopeless(out):
                     sink.finished(out)
-            if not lost or self.search is not None or round_ == self.retries:
+            if not lost or search is not None or round_ == self.retries:
                 break
             pending = [out.config for out in lost]
         for out in lost:
             sink.finished(out)
 
-    def _fit(self, configs: Sequence[TrialConfig], sink: Sink) -> list[Outcome]:
+    def _fit(self, configs: Sequence[TrialConfig], search: SearchRun | None,
+             sink: Sink) -> list[Outcome]:
         """One Tuner.fit over `configs`; returns the outcomes of trials Tune gave up on."""
         from ray import tune
 
         dicts = [c.to_dict() for c in configs]
-        batches = [] if self.search is not None else tiny_batches(configs, self._slots())
+        batches = [] if search is not None else tiny_batches(configs, self._slots())
         collector = _make_collector(sink, dicts, batches)
         # the configs travel once through the object store; a trial's params hold its batch
         # index (a grid over the config dicts themselves costs Tune O(n^2) deep copies)
@@ -389,14 +420,14 @@ class RayBackend:
                                  batches=batches),
             {"cpu": self.cpu, "gpu": self.gpu},
         )
-        if self.search is None:
+        names = dict(trial_dirname_creator=_dirname, trial_name_creator=_dirname,
+                     reuse_actors=True)
+        if search is None:
             param_space = {"batch": tune.grid_search(list(range(len(batches))))}
-            tune_config = tune.TuneConfig(
-                num_samples=1, max_concurrent_trials=self.concurrency, reuse_actors=True,
-                trial_dirname_creator=_dirname, trial_name_creator=_dirname,
-            )
+            tune_config = tune.TuneConfig(num_samples=1, max_concurrent_trials=self.concurrency,
+                                          **names)
         else:
-            param_space, tune_config = self._search_setup(configs)
+            param_space, tune_config = tune_setup(search, self.concurrency, **names)
         tuner = tune.Tuner(
             trainable,
             param_space=param_space,
@@ -425,56 +456,32 @@ class RayBackend:
         cpus = ray.cluster_resources().get("CPU", 1)
         return max(1, int(cpus // self.cpu) if self.cpu else 1)
 
-    def _search_setup(self, configs: Sequence[TrialConfig]) -> tuple[dict, Any]:
-        import optuna
-        from ray import tune
-        from ray.tune.search.optuna import OptunaSearch
+def _lost_types() -> tuple[type, ...]:
+    """Ray's exceptions for a trial whose worker process or node went away (worth a retry)."""
+    from ray import exceptions as rx
 
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-
-        spec = self.search
-        (base,) = configs
-        space = {}
-        for key, (dist, args) in spec.space.items():
-            if dist == "choice":
-                space[_safe(key)] = tune.choice(args)
-            elif dist == "quniform":
-                space[_safe(key)] = tune.quniform(*args)
-            else:
-                space[_safe(key)] = getattr(tune, dist)(*args)
-        points, rewards = [], []
-        for cfg, value in self.prior:
-            if _isnan(value):
-                continue
-            flat = {k: get_key(cfg, k) for k in spec.space}
-            points.append({_safe(k): v for k, v in flat.items()})
-            rewards.append(value)
-        # a resumed search must not replay the same random start-up samples
-        seed = None if spec.seed is None else spec.seed + len(self.prior)
-        searcher = OptunaSearch(
-            metric=spec.metric, mode=spec.mode, seed=seed,
-            points_to_evaluate=points or None, evaluated_rewards=rewards or None,
-        )
-        param_space = {"config": base.to_dict(), **space}  # flat: OptunaSearch's warm start
-        tune_config = tune.TuneConfig(
-            search_alg=searcher, num_samples=self.num_samples,
-            max_concurrent_trials=self.concurrency, reuse_actors=True,
-            trial_dirname_creator=_dirname, trial_name_creator=_dirname,
-        )
-        # OptunaSearch reads metric/mode from itself; Tune must not set them twice
-        return param_space, tune_config
-
-
-_HOPELESS = ("ModuleNotFoundError", "ImportError", "PicklingError", "AttributeError: Can't get")
+    return (rx.WorkerCrashedError, rx.NodeDiedError, rx.LocalRayletDiedError, rx.ObjectLostError,
+            rx.OwnerDiedError, rx.ActorUnavailableError, rx.OutOfMemoryError, rx.RaySystemError)
 
 
 def _hopeless(outcome: Outcome) -> bool:
-    """Would running the trial again fail the same way (the trial cannot even be loaded)?
+    """Would running the trial again fail the same way? Decided by the exception's type.
 
     Exceptions of the trial itself never get here (they come back as failed outcomes); what
-    does is a lost worker or node (retry) or a trial Ray cannot load (do not)."""
-    text = outcome.traceback or outcome.error or ""
-    return any(k in text for k in _HOPELESS)
+    does is a lost worker or node (retry: the types of `_lost_types`, an actor that died of a
+    system error, or no exception object at all) or a trial Ray cannot even set up (a task
+    error, e.g. the trial function cannot be imported or unpickled; an actor whose creation
+    raised): not retried."""
+    from ray import exceptions as rx
+
+    exc = outcome.exception
+    if exc is None or isinstance(exc, _lost_types()):
+        return False
+    if isinstance(exc, rx.ActorDiedError):
+        return bool(getattr(exc, "_actor_init_failed", False))
+    if isinstance(exc, rx.RayActorError):
+        return False
+    return True
 
 
 def _dirname(trial: Any) -> str:
@@ -530,6 +537,10 @@ def _collector_class() -> type:
             if trial.trial_id in self.reported or self.sink is None:
                 return
             self.reported.add(trial.trial_id)
+            try:
+                exc = trial.get_pickled_error()
+            except Exception:  # noqa: BLE001 - an error that cannot be unpickled: unknown
+                exc = None
             err = trial.get_error() or "trial failed"
             text = err if isinstance(err, str) else str(err)
             lines = [ln for ln in text.splitlines() if ln.strip()]
@@ -537,7 +548,7 @@ def _collector_class() -> type:
             self.lost += [Outcome(
                 cfg, None,
                 error=one_line(f"lost after {trial.run_metadata.num_failures} tries: {last}"),
-                traceback=text,
+                traceback=text, exception=exc,
             ) for cfg in self._configs(trial)]
 
     _Collector.__module__ = __name__

@@ -25,11 +25,16 @@ def fmt_seconds(s: float | None) -> str:
     return f"{s}s"
 
 
+def _fmt(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
 class Display:
     """Receives trial events from the writer and shows them."""
 
     def __init__(self, n_trials: int, seed_steps: int, *, live: bool | None = None,
-                 stream: TextIO | None = None, title: str = "sweep"):
+                 stream: TextIO | None = None, title: str = "sweep",
+                 keys: list[str] | None = None):
         self.n_trials = n_trials
         """trials this run will run"""
         self.seed_steps_total = seed_steps
@@ -37,6 +42,8 @@ class Display:
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.title = title
+        self.keys = list(keys or [])
+        """the swept dotted keys: each progress line shows the trial's values of them"""
         self.running: dict[str, TrialConfig] = {}
         self.done = self.failed = 0
         self.seeds_done = self.seeds_grokked = 0
@@ -80,9 +87,16 @@ class Display:
         if not self.live:
             what = f"FAILED {outcome.error}" if outcome.error else \
                 f"{statuses.count('grokked')}/{len(statuses)} grokked"
-            print(f"[{self.done + self.failed}/{self.n_trials}] {cfg.arm} {cfg.group} "
-                  f"{cfg.config_hash()}: {what} ({outcome.wall_s:.1f}s) | {self.counts()}",
-                  file=self.stream, flush=True)
+            print(f"[{self.done + self.failed}/{self.n_trials}] {self.label(cfg)}: {what} "
+                  f"({outcome.wall_s:.1f}s) | {self.counts()}", file=self.stream, flush=True)
+
+    def label(self, cfg: TrialConfig) -> str:
+        """`key=value ...` of the swept keys (arm and group when nothing is swept), then the
+        config hash."""
+        from grokray.config import get_key
+
+        shown = [f"{k}={_fmt(get_key(cfg, k))}" for k in self.keys] or [cfg.arm, cfg.group]
+        return " ".join(shown) + f" ({cfg.config_hash()})"
 
     # ------------------------------------------------------------------ rendering
 

@@ -18,6 +18,7 @@ from grokray.config import TrialConfig
 from grokray.result import SeedResult, TrialResult
 from grokray.sweep import store
 from grokray.sweep.backend import Backend, Outcome
+from grokray.sweep.search import SearchRun
 from grokray.sweep.spec import SweepSpec
 
 
@@ -48,11 +49,17 @@ class Plan:
     done_hashes: set[str] = field(default_factory=set)
     """search: configs already on disk (a sampler that proposes one again is not rewritten)"""
 
+    counted: bool = False
+    """the grid was counted, not built (a dry run with nothing on disk): `todo` is empty and
+    the todo figures come from the axis lengths"""
+
     @property
     def todo_seeds(self) -> int:
         """Seed-runs still to do."""
         if self.spec.search is not None:
             return self.n_search_new * self.n_seeds
+        if self.counted:
+            return self.n_trials * self.n_seeds
         return sum(len(c.seeds) for c in self.todo)
 
     @property
@@ -60,20 +67,30 @@ class Plan:
         """Seed-steps still to do (the work left)."""
         if self.spec.search is not None:
             return self.todo_seeds * self.spec.base.steps
+        if self.counted:
+            return self.spec.seed_steps()
         return sum(len(c.seeds) * c.steps for c in self.todo)
 
     @property
     def n_todo_trials(self) -> int:
         """Tune trials still to run."""
-        return self.n_search_new if self.spec.search is not None else len(self.todo)
+        if self.spec.search is not None:
+            return self.n_search_new
+        return self.n_trials if self.counted else len(self.todo)
 
 
 def make_plan(spec: SweepSpec, *, rerun_failed: bool = False, force: bool = False,
-              run_id: str | None = None) -> Plan:
-    """Compare the spec with what is on disk (reads only; writes nothing)."""
+              run_id: str | None = None, build: bool = True) -> Plan:
+    """Compare the spec with what is on disk (reads only; writes nothing).
+
+    `build=False` (a dry run): when nothing is on disk yet the grid is counted from its axis
+    lengths instead of built, so that a dry run answers at once for any grid size."""
     run_id = run_id or store.new_run_id()
     manifest = store.Manifest.load(spec.sweep_dir)
     rows = manifest.rows
+    if not build and not len(rows) and spec.search is None:
+        return Plan(spec=spec, run_id=run_id, todo=[], n_trials=spec.n_points,
+                    n_seeds=len(spec.seeds), done_rows=0, failed_rows=0, counted=True)
     status = {(h, int(s)): st for h, s, st in
               zip(rows["config_hash"], rows["seed"], rows["status"], strict=True)}
     if spec.search is not None:
@@ -163,8 +180,19 @@ class Writer:
             self.display.finished(outcome, result)
 
 
-def run_plan(plan: Plan, backend: Backend, display: Any | None = None) -> Writer:
-    """Run what the plan says is missing; every finished trial is written as it ends."""
+def trials_written(plan: Plan) -> int:
+    """Trials files this run has on disk (the truth after an interrupt, which can land between
+    a file's rename and the writer's bookkeeping)."""
+    suffix = f"-{plan.run_id}.parquet"
+    loc = store.Location.of(plan.spec.sweep_dir)
+    return sum(i.base_name.endswith(suffix) for i in loc.listdir(store.TRIALS))
+
+
+def run_plan(plan: Plan, backend: Backend, display: Any | None = None,
+             writer: Writer | None = None) -> Writer:
+    """Run what the plan says is missing; every finished trial is written as it ends.
+
+    Pass your own `writer` to know what was written when the run is interrupted."""
     spec = plan.spec
     store.repair(spec.sweep_dir)
     store.write_plan(spec.sweep_dir, {
@@ -173,8 +201,11 @@ def run_plan(plan: Plan, backend: Backend, display: Any | None = None) -> Writer
         "config_hashes": [c.config_hash() for c in spec.trials()],
         "written_at": datetime.now(timezone.utc).isoformat(),
     })
-    writer = Writer(plan, display)
-    if plan.n_todo_trials:
+    writer = writer or Writer(plan, display)
+    if spec.search is not None and plan.n_search_new:
+        backend.run_search(SearchRun(spec.search, spec.base, plan.prior, plan.n_search_new),
+                           writer)
+    elif plan.n_todo_trials:
         backend.run(plan.todo, writer)
     if plan.rerun:
         store.repair(spec.sweep_dir)

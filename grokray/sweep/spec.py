@@ -1,7 +1,7 @@
-"""Sweep spec: a YAML file -> a validated `SweepSpec` -> `list[TrialConfig]`. Pure: no Ray.
+"""Sweep spec: a YAML file -> a validated `SweepSpec` -> `TrialConfig`s. Pure: no Ray.
 
 ```yaml
-name: smoke                 # the sweep's name: results go to OUT/<name>/
+name: smoke                 # the sweep's name, a plain slug: results go to OUT/<name>/
 out: results                # output root (a local path or a pyarrow URL such as s3://bucket/x)
 config:                     # the fixed config: TrialConfig keys, nested or dotted
   train_frac: 0.5
@@ -17,7 +17,7 @@ eval_every: 50              # eval cadence (sets config eval_every)
 resources: {cpu: 1, gpu: 0} # per trial; fractional gpu allowed
 concurrency: 2              # trials at once (null: as many as the resources allow)
 retries: 2                  # re-runs of a trial whose worker process or node was lost
-search:                     # optional Optuna search (Ray Tune's OptunaSearch), no axes then
+search:                     # optional Optuna search (grokray.sweep.search), no axes then
   space: {optim.lr: {loguniform: [1.0e-4, 1.0e-2]}, model.rank: {choice: [16, 32, 64]}}
   metric: final_val_acc     # final_val_acc | grok_rate (max), grok_step | final_val_loss (min)
   mode: max
@@ -25,26 +25,42 @@ search:                     # optional Optuna search (Ray Tune's OptunaSearch), 
 ```
 
 Every problem is reported before anything runs, one line each:
-`FILE:LINE: KEY: what is wrong; what is valid` (`SpecError`, exit code 2).
+`FILE:LINE: KEY: what is wrong; what is valid` (`SpecError`, exit code 2). The file is bounded
+before it is parsed (`LIMITS`: size, nesting, aliases and what they expand to), and so is what it
+asks for (seeds, grid size): a grid is counted from its axis lengths, never built to be counted,
+and each axis value is checked on its own (the grid is built only when a run needs its configs).
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from grokray.config import SECTIONS, TrialConfig, valid_keys
+from grokray.config import SECTIONS, TrialConfig, get_key, valid_keys
 from grokray.errors import ConfigError, GrokrayError, SpecError
+from grokray.sweep.search import (
+    DISTRIBUTIONS,
+    SEARCH_KEYS,
+    SEARCH_METRICS,
+    SearchSpec,
+    parse_distribution,
+)
+from grokray.sweep.store import OUT_SCHEMES
+
+__all__ = ["LIMITS", "SearchSpec", "SweepSpec", "load_spec", "parse_spec", "SEARCH_METRICS",
+           "DISTRIBUTIONS"]
 
 TOP_KEYS = {
-    "name": "the sweep's name (letters, digits, _ . -)",
+    "name": "the sweep's name (a slug: letters, digits, _ and -, at most 64)",
     "description": "free text",
     "out": "output root directory or URL",
     "config": "fixed config: mapping of TrialConfig keys",
@@ -59,32 +75,24 @@ TOP_KEYS = {
     "search": "mapping with space, metric, mode, num_samples",
 }
 RESOURCE_KEYS = ("cpu", "gpu")
-SEARCH_KEYS = ("space", "metric", "mode", "num_samples", "seed")
-# search metric -> its natural mode (the trial-level summaries the backend reports)
-SEARCH_METRICS = {
-    "final_val_acc": "max", "grok_rate": "max", "grok_step": "min", "final_val_loss": "min",
+
+LIMITS = {
+    "spec_bytes": 1 << 20,      # size of the YAML file
+    "depth": 16,                # nesting of mappings and lists
+    "aliases": 64,              # YAML aliases (*name)
+    "nodes": 200_000,           # values in the document, aliases expanded
+    "seeds": 1024,              # seeds per trial (trained together)
+    "seed_value": 2**31 - 1,    # the largest seed
+    "trials": 100_000,          # configs in a grid, or samples of a search
+    "seed_runs": 1_000_000,     # configs x seeds
+    "steps": 10**9,             # steps and eval_every
+    "cpu": 1024, "gpu": 64,     # resources per trial
+    "concurrency": 100_000,
+    "retries": 100,
+    "name": 64,                 # characters of the sweep name
 }
-DISTRIBUTIONS = {
-    "uniform": "[low, high]", "loguniform": "[low, high], low > 0", "randint": "[low, high)",
-    "choice": "[value, ...]", "quniform": "[low, high, q]",
-}
-_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-
-
-@dataclass(frozen=True)
-class SearchSpec:
-    """An Optuna search through Ray Tune's OptunaSearch."""
-
-    space: dict[str, tuple[str, list[Any]]]
-    """dotted config key -> (distribution, its arguments)"""
-    metric: str
-    """trial-level metric, one of SEARCH_METRICS"""
-    mode: str
-    """min or max"""
-    num_samples: int
-    """total number of configs to sample (already finished ones count)"""
-    seed: int | None = None
-    """sampler seed"""
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 @dataclass(frozen=True)
@@ -117,47 +125,115 @@ class SweepSpec:
     """Optuna search, or None for the grid"""
     description: str = ""
     """free text"""
-    configs: list[TrialConfig] = field(default_factory=list, repr=False)
-    """the expanded trials (empty for a search)"""
 
     @property
     def sweep_dir(self) -> str:
         """`out/name`."""
-        return self.out.rstrip("/") + "/" + self.name
+        from grokray.files import join_uri
+
+        return join_uri(self.out, self.name)
+
+    @property
+    def n_points(self) -> int:
+        """Points of the grid (the product of the axis lengths; a search: num_samples)."""
+        if self.search is not None:
+            return self.search.num_samples
+        return math.prod(len(v) for v in self.values)
+
+    @property
+    def swept_keys(self) -> list[str]:
+        """The dotted keys that vary between trials (axes, zip blocks or the search space)."""
+        if self.search is not None:
+            return list(self.search.space)
+        return [k for keys in self.axes for k in keys]
+
+    def seed_steps(self) -> int:
+        """Seed-steps of the whole grid, from the axis lengths (steps may be an axis)."""
+        if self.search is not None:
+            return self.n_points * len(self.seeds) * self.base.steps
+        total = len(self.seeds)
+        for keys, vals in zip(self.axes, self.values, strict=True):
+            if "steps" in keys:
+                i = keys.index("steps")
+                total *= sum(int(t[i]) for t in vals)
+            else:
+                total *= len(vals)
+        return total * (1 if "steps" in self.swept_keys else self.base.steps)
+
+    def points(self) -> Any:
+        """The grid's override dicts, lazily, in order (dotted key -> value)."""
+        for combo in itertools.product(*self.values) if self.axes else [()]:
+            ov: dict[str, Any] = {}
+            for keys, tup in zip(self.axes, combo, strict=True):
+                ov.update(zip(keys, tup, strict=True))
+            yield ov
 
     def trials(self) -> list[TrialConfig]:
-        """The expanded trial configs, one per point of the grid (each with all seeds)."""
-        return list(self.configs)
+        """The grid's configs, one per distinct identity (built on first use, then kept).
+
+        Two grid points with the same identity (a setting the architecture does not read, say)
+        are one trial: the first is kept (`merged` counts the others)."""
+        return list(self._built[0])
+
+    @property
+    def merged(self) -> int:
+        """Grid points that had the identity of an earlier point."""
+        return self._built[1]
+
+    @functools.cached_property
+    def _built(self) -> tuple[list[TrialConfig], int]:
+        if self.search is not None:
+            return [], 0
+        configs: list[TrialConfig] = []
+        seen: set[str] = set()
+        for ov in self.points():
+            try:
+                cfg = self.base.with_overrides(ov) if ov else self.base
+            except ConfigError as exc:
+                raise SpecError(f"{self.path}: axes: combination {ov}: "
+                                f"{str(exc).splitlines()[0]}") from None
+            h = cfg.config_hash()
+            if h not in seen:
+                seen.add(h)
+                configs.append(cfg)
+        return configs, self.n_points - len(configs)
 
 
-# ----------------------------------------------------------------------------- YAML with lines
+# ----------------------------------------------------------------------------- bounded YAML
 
 
 class _Lines:
     """YAML key paths -> line numbers (1-based), from the composed node tree."""
 
-    def __init__(self, path: str, text: str):
+    def __init__(self, path: str, node: yaml.Node | None):
         self.path = path
         self.lines: dict[tuple[Any, ...], int] = {}
         self.dupes: list[tuple[tuple[Any, ...], int]] = []
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        self.bad_keys: list[tuple[tuple[Any, ...], int]] = []
         if node is not None:
-            self._walk(node, ())
+            self._walk(node, (), set())
 
-    def _walk(self, node: yaml.Node, prefix: tuple[Any, ...]) -> None:
+    def _walk(self, node: yaml.Node, prefix: tuple[Any, ...], active: set[int]) -> None:
         self.lines.setdefault(prefix, node.start_mark.line + 1)
+        if id(node) in active:  # a recursive alias: construction reports it
+            return
+        active = active | {id(node)}
         if isinstance(node, yaml.MappingNode):
             seen = set()
             for k, v in node.value:
+                if not isinstance(k, yaml.ScalarNode):
+                    self.bad_keys.append((prefix, k.start_mark.line + 1))
+                    continue
                 key = k.value
                 if key in seen:
                     self.dupes.append((prefix + (key,), k.start_mark.line + 1))
                 seen.add(key)
                 self.lines[prefix + (key,)] = k.start_mark.line + 1
-                self._walk(v, prefix + (key,))
-        elif isinstance(node, yaml.SequenceNode):
+                if len(prefix) < 6:  # line numbers of what a spec can have; no deeper
+                    self._walk(v, prefix + (key,), active)
+        elif isinstance(node, yaml.SequenceNode) and len(prefix) < 6:
             for i, v in enumerate(node.value):
-                self._walk(v, prefix + (i,))
+                self._walk(v, prefix + (i,), active)
 
     def at(self, *key: Any) -> str:
         """`file:line` of the deepest known prefix of `key`."""
@@ -165,6 +241,126 @@ class _Lines:
             if key[:n] in self.lines:
                 return f"{self.path}:{self.lines[key[:n]]}"
         return self.path
+
+
+def _fail(path: str, line: int | None, key: str, msg: str) -> SpecError:
+    where = f"{path}:{line}" if line else path
+    return SpecError(f"{where}: {key}: {msg}")
+
+
+def _read_text(path: str) -> str:
+    """The spec's text: bounded in size, UTF-8, no NUL."""
+    limit = LIMITS["spec_bytes"]
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+    except FileNotFoundError:
+        raise SpecError(f"{path}: sweep spec not found") from None
+    except IsADirectoryError:
+        raise SpecError(f"{path}: is a directory; give a sweep spec YAML file") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
+    if len(raw) > limit:
+        raise _fail(path, None, "(file)", f"larger than {limit:,} bytes; a sweep spec is a "
+                                          "short YAML file")
+    return _decode(raw, path)
+
+
+def _decode(raw: bytes, path: str) -> str:
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise _fail(path, line, "(file)", f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at "
+                                          "offset {exc.start}); save the spec as UTF-8"
+                    .replace("{exc.start}", str(exc.start))) from None
+    return text
+
+
+def _compose(text: str, path: str) -> yaml.Node | None:
+    """Parse to a node tree, refusing deep nesting, many aliases and alias bombs first."""
+    depth = aliases = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > LIMITS["depth"]:
+                    raise _fail(path, event.start_mark.line + 1, "(file)",
+                                f"nested more than {LIMITS['depth']} levels deep; a sweep spec "
+                                "needs at most 4")
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+            elif isinstance(event, yaml.AliasEvent):
+                aliases += 1
+                if aliases > LIMITS["aliases"]:
+                    raise _fail(path, event.start_mark.line + 1, "(file)",
+                                f"more than {LIMITS['aliases']} YAML aliases (*name); write the "
+                                "values out")
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, path) from None
+    if node is not None:
+        _count_nodes(node, path)
+    return node
+
+
+def _count_nodes(root: yaml.Node, path: str) -> None:
+    """Values in the document with every alias expanded (an alias bomb is refused here)."""
+    size: dict[int, int] = {}
+    # iterative post-order over the (acyclic or not) node graph, sizes memoized per node
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    on_path: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        if id(node) in size and not done:
+            continue
+        kids: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            kids = [x for kv in node.value for x in kv]
+        elif isinstance(node, yaml.SequenceNode):
+            kids = list(node.value)
+        if not done:
+            if id(node) in on_path:
+                raise _fail(path, node.start_mark.line + 1, "(file)",
+                            "a YAML alias refers to a value that contains it; write the values "
+                            "out")
+            on_path.add(id(node))
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in size)
+            continue
+        on_path.discard(id(node))
+        n = 1 + sum(size[id(k)] for k in kids)
+        if n > LIMITS["nodes"]:
+            raise _fail(path, node.start_mark.line + 1, "(file)",
+                        f"more than {LIMITS['nodes']:,} values once YAML aliases are expanded; "
+                        "use fewer aliases")
+        size[id(node)] = n
+
+
+def _yaml_error(exc: yaml.YAMLError, path: str) -> SpecError:
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}" if mark else path
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return SpecError(f"{where}: (file): not valid YAML: {problem}; a sweep spec is a YAML "
+                     "mapping (see sweeps/smoke.yaml)")
+
+
+def _construct(node: yaml.Node, path: str) -> Any:
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, path) from None
+    except (ValueError, OverflowError, TypeError, RecursionError) as exc:
+        line = node.start_mark.line + 1
+        raise _fail(path, line, "(file)", f"a value YAML cannot hold: {str(exc)[:200]}") \
+            from None
+    finally:
+        loader.dispose()
 
 
 class _Problems:
@@ -175,12 +371,25 @@ class _Problems:
         self.items: list[str] = []
 
     def add(self, key: tuple[Any, ...], msg: str) -> None:
-        name = ".".join(str(k) for k in key) if key else "(top level)"
-        self.items.append(f"{self.lines.at(*key)}: {name}: {msg}")
+        """A problem at YAML path `key` (the line of its deepest known part); a trailing list
+        index (one value of an axis) gives the line but is not part of the key shown."""
+        shown = key[:-1] if len(key) > 2 and isinstance(key[-1], int) else key
+        name = ".".join(str(k) for k in shown) if shown else "(top level)"
+        self.items.append(f"{self.lines.at(*key)}: {name}: {_one_line(msg)}")
 
     def raise_if_any(self) -> None:
         if self.items:
-            raise SpecError("\n".join(self.items))
+            raise SpecError("\n".join(dict.fromkeys(self.items)))
+
+
+def _one_line(msg: str) -> str:
+    line = " ".join(str(msg).split())
+    return line if len(line) <= 600 else line[:597] + "..."
+
+
+def _short(v: Any) -> str:
+    r = repr(v)
+    return r if len(r) <= 80 else r[:77] + "..."
 
 
 def _close(word: str, options: list[str]) -> str:
@@ -194,72 +403,70 @@ def _close(word: str, options: list[str]) -> str:
 def load_spec(path: str | os.PathLike) -> SweepSpec:
     """Read and validate a sweep YAML file (raises SpecError listing every problem)."""
     path = os.fspath(path)
-    try:
-        with open(path) as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise SpecError(f"{path}: sweep spec not found") from None
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_spec(text, path)
+    return parse_spec(_read_text(path), path)
 
 
-def parse_spec(text: str, path: str = "<spec>") -> SweepSpec:
+def parse_spec(text: str | bytes, path: str = "<spec>") -> SweepSpec:
     """Validate a sweep spec given as YAML text."""
-    try:
-        lines = _Lines(path, text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else path
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(f"{where}: not valid YAML: {problem}") from None
+    if isinstance(text, bytes):
+        text = _decode(text, path)
+    if len(text.encode("utf-8", "surrogatepass")) > LIMITS["spec_bytes"]:
+        raise _fail(path, None, "(file)", f"larger than {LIMITS['spec_bytes']:,} bytes; a sweep "
+                                          "spec is a short YAML file")
+    node = _compose(text, path)
+    lines = _Lines(path, node)
     p = _Problems(lines)
+    for key, line in lines.bad_keys:
+        p.items.append(f"{path}:{line}: {'.'.join(map(str, key)) or '(top level)'}: a key must "
+                       "be a plain name, not a list or mapping")
+    p.raise_if_any()
+    data = _construct(node, path) if node is not None else None
     for key, line in lines.dupes:
-        p.items.append(f"{path}:{line}: {'.'.join(map(str, key))}: duplicate key")
+        p.items.append(f"{path}:{line}: {'.'.join(map(str, key))}: duplicate key; give each "
+                       "key once")
     if not isinstance(data, dict):
-        p.add((), f"a sweep spec is a mapping with keys {', '.join(TOP_KEYS)}")
+        p.add((), f"a sweep spec is a mapping with keys {', '.join(TOP_KEYS)}; got "
+                  f"{type(data).__name__ if data is not None else 'an empty file'}")
         p.raise_if_any()
+    p.raise_if_any()
     for k in data:
         if k not in TOP_KEYS:
             p.add((k,), f"unknown key; {_close(str(k), list(TOP_KEYS))}valid: "
                         f"{', '.join(TOP_KEYS)}")
-    name = data.get("name")
-    if name is None:
-        p.add(("name",), "missing; every sweep needs a name (letters, digits, _ . -)")
-    elif not isinstance(name, str) or not _NAME.match(name):
-        p.add(("name",), f"bad name {name!r}; use letters, digits, _ . -")
-    out = data.get("out", "results")
-    if not isinstance(out, str) or not out:
-        p.add(("out",), f"expected a path or URL string, got {out!r}")
+    name = _name(data, p)
+    out = _out(data, p)
     desc = data.get("description", "")
+    if desc is not None and not isinstance(desc, str):
+        p.add(("description",), f"expected free text, got {_short(desc)}")
     seeds = _seeds(data.get("seeds", 1), p)
     steps = _posint(data, "steps", p)
     eval_every = _posint(data, "eval_every", p)
     cpu, gpu = _resources(data.get("resources", {}), p)
     concurrency = data.get("concurrency")
-    if concurrency is not None and (not _is_int(concurrency) or concurrency < 1):
-        p.add(("concurrency",), f"expected an int >= 1 or null, got {concurrency!r}")
+    if concurrency is not None and (not _is_int(concurrency) or not
+                                    1 <= concurrency <= LIMITS["concurrency"]):
+        p.add(("concurrency",), f"expected an int in 1..{LIMITS['concurrency']:,} or null, "
+                                f"got {_short(concurrency)}")
     retries = data.get("retries", 2)
-    if not _is_int(retries) or retries < 0:
-        p.add(("retries",), f"expected an int >= 0, got {retries!r}")
+    if not _is_int(retries) or not 0 <= retries <= LIMITS["retries"]:
+        p.add(("retries",), f"expected an int in 0..{LIMITS['retries']}, got {_short(retries)}")
     base = _base_config(data.get("config", {}), p)
-    axes, values = _axes(data.get("axes"), data.get("zip"), p)
+    axes, values, ykeys = _axes(data.get("axes"), data.get("zip"), p)
     search = _search(data.get("search"), p)
     if search is not None and axes:
         p.add(("search",), "a search samples configs itself; move the axes into search.space "
                            "(as choice) or into config")
+    _check_size(axes, values, seeds, search, p)
     p.raise_if_any()
 
     overrides: dict[str, Any] = {"seeds": seeds}
-    if steps is not None:
-        if "steps" in _flat_keys(data.get("config") or {}):
-            p.add(("steps",), "set both here and in config; set it once")
-        overrides["steps"] = steps
-    if eval_every is not None:
-        if "eval_every" in _flat_keys(data.get("config") or {}):
-            p.add(("eval_every",), "set both here and in config; set it once")
-        overrides["eval_every"] = eval_every
+    config_keys = _flat_keys(data.get("config") or {})
+    for key, value in (("steps", steps), ("eval_every", eval_every)):
+        if value is None:
+            continue
+        if key in config_keys:
+            p.add((key,), "set both here and in config; set it once")
+        overrides[key] = value  # an axis on the same key overrides it per trial
     p.raise_if_any()
     try:
         base = base.with_overrides(overrides)
@@ -267,20 +474,62 @@ def parse_spec(text: str, path: str = "<spec>") -> SweepSpec:
         p.add(("config",), str(exc))
         p.raise_if_any()
     _check_names(base, axes, p)
-    _check_axis_values(base, axes, values, p)
+    _check_axis_values(base, axes, values, ykeys, p)
+    _check_ops(base, axes, values, ykeys, p)
     if search is not None:
         _check_search_space(base, search, p)
-    p.raise_if_any()
-    configs = [] if search is not None else _expand(base, axes, values, p)
     p.raise_if_any()
     return SweepSpec(
         path=path, name=name, out=out, base=base, axes=axes, values=values, seeds=seeds,
         cpu=cpu, gpu=gpu, concurrency=concurrency, retries=retries, search=search,
-        description=str(desc or ""), configs=configs,
+        description=str(desc or ""),
     )
 
 
 # ----------------------------------------------------------------------------- pieces
+
+
+def _name(data: dict, p: _Problems) -> str:
+    name = data.get("name")
+    rule = (f"a slug: letters, digits, _ and -, starting with a letter or digit, at most "
+            f"{LIMITS['name']} characters")
+    if name is None:
+        p.add(("name",), f"missing; every sweep needs a name ({rule})")
+        return ""
+    if not isinstance(name, str) or not _NAME.match(name) or len(name) > LIMITS["name"]:
+        p.add(("name",), f"bad name {_short(name)}; use {rule}")
+        return ""
+    return name
+
+
+def _out(data: dict, p: _Problems) -> str:
+    out = data.get("out", "results")
+    if not isinstance(out, str) or not out.strip():
+        p.add(("out",), f"expected a directory path or URL string, got {_short(out)}")
+        return "results"
+    if "\x00" in out:
+        p.add(("out",), "contains a NUL character; give a directory path or URL")
+        return "results"
+    m = _SCHEME.match(out)
+    if m and m.group(1).lower() not in OUT_SCHEMES:
+        p.add(("out",), f"unsupported URL scheme '{m.group(1)}'; valid: a local path or "
+                        + ", ".join(f"{s}://" for s in OUT_SCHEMES))
+    return out
+
+
+def _check_size(axes: list, values: list, seeds: list[int], search: SearchSpec | None,
+                p: _Problems) -> None:
+    """Grid points and seed-runs within LIMITS, counted from the axis lengths."""
+    n = search.num_samples if search is not None else math.prod(len(v) for v in values)
+    if n > LIMITS["trials"]:
+        key = ("search", "num_samples") if search is not None else (("axes",) if any(
+            len(k) == 1 for k in axes) else ("zip",))
+        what = "samples" if search is not None else "configs"
+        p.add(key, f"the sweep has {n:,} {what}; at most {LIMITS['trials']:,} per sweep (shrink "
+                   "an axis or split the sweep)")
+    elif n * len(seeds) > LIMITS["seed_runs"]:
+        p.add(("seeds",), f"{n:,} configs x {len(seeds)} seeds = {n * len(seeds):,} seed-runs; "
+                          f"at most {LIMITS['seed_runs']:,} per sweep")
 
 
 def _is_int(v: Any) -> bool:
@@ -295,23 +544,31 @@ def _posint(data: dict, key: str, p: _Problems) -> int | None:
     v = data.get(key)
     if v is None:
         return None
-    if not _is_int(v) or v <= 0:
-        p.add((key,), f"expected an int > 0, got {v!r}")
+    if not _is_int(v) or not 0 < v <= LIMITS["steps"]:
+        p.add((key,), f"expected an int in 1..{LIMITS['steps']:,}, got {_short(v)}")
         return None
     return v
 
 
 def _seeds(v: Any, p: _Problems) -> list[int]:
+    most, top = LIMITS["seeds"], LIMITS["seed_value"]
     if _is_int(v):
-        if v < 1:
-            p.add(("seeds",), f"a seed count must be >= 1, got {v}")
+        if not 1 <= v <= most:
+            p.add(("seeds",), f"a seed count must be in 1..{most}, got {v}")
             return [0]
         return list(range(v))
-    if isinstance(v, list) and v and all(_is_int(s) and s >= 0 for s in v):
+    if isinstance(v, list) and v and all(_is_int(s) for s in v):
+        if len(v) > most:
+            p.add(("seeds",), f"{len(v)} seeds; at most {most} per trial")
+            return [0]
+        if not all(0 <= s <= top for s in v):
+            p.add(("seeds",), f"seeds must be ints in 0..{top}, got {_short(v)}")
+            return [0]
         if len(set(v)) != len(v):
-            p.add(("seeds",), f"seeds must be distinct, got {v}")
+            p.add(("seeds",), f"seeds must be distinct, got {_short(v)}")
         return list(v)
-    p.add(("seeds",), f"expected a count >= 1 or a non-empty list of ints >= 0, got {v!r}")
+    p.add(("seeds",), f"expected a count in 1..{most} or a non-empty list of distinct ints in "
+                      f"0..{top}, got {_short(v)}")
     return [0]
 
 
@@ -319,17 +576,19 @@ def _resources(v: Any, p: _Problems) -> tuple[float, float]:
     if v is None:
         return 1.0, 0.0
     if not isinstance(v, dict):
-        p.add(("resources",), f"expected a mapping with cpu and gpu, got {v!r}")
+        p.add(("resources",), f"expected a mapping with cpu and gpu, got {_short(v)}")
         return 1.0, 0.0
     for k in v:
         if k not in RESOURCE_KEYS:
             p.add(("resources", k), f"unknown key; valid: {', '.join(RESOURCE_KEYS)}")
     cpu, gpu = v.get("cpu", 1), v.get("gpu", 0)
-    if not _is_num(cpu) or cpu <= 0:
-        p.add(("resources", "cpu"), f"expected a number > 0, got {cpu!r}")
+    if not _is_num(cpu) or not 0 < cpu <= LIMITS["cpu"]:
+        p.add(("resources", "cpu"), f"expected a number in (0, {LIMITS['cpu']}], got "
+                                    f"{_short(cpu)}")
         cpu = 1
-    if not _is_num(gpu) or gpu < 0:
-        p.add(("resources", "gpu"), f"expected a number >= 0 (fractions allowed), got {gpu!r}")
+    if not _is_num(gpu) or not 0 <= gpu <= LIMITS["gpu"]:
+        p.add(("resources", "gpu"), f"expected a number in [0, {LIMITS['gpu']}] (fractions "
+                                    f"allowed), got {_short(gpu)}")
         gpu = 0
     elif gpu > 1 and not float(gpu).is_integer():
         p.add(("resources", "gpu"), f"a fraction of a GPU must be <= 1, got {gpu}")
@@ -404,9 +663,11 @@ def _strip_key(msg: str) -> str:
 
 def _axes(
     axes: Any, zips: Any, p: _Problems
-) -> tuple[list[tuple[str, ...]], list[list[tuple[Any, ...]]]]:
+) -> tuple[list[tuple[str, ...]], list[list[tuple[Any, ...]]], list[list[tuple[Any, ...]]]]:
+    """(keys, values, YAML key path of each value) of every axis and zip block."""
     keys: list[tuple[str, ...]] = []
     values: list[list[tuple[Any, ...]]] = []
+    ykeys: list[list[tuple[Any, ...]]] = []
     seen: set[str] = set()
     if axes is not None:
         if not isinstance(axes, dict) or not axes:
@@ -414,20 +675,21 @@ def _axes(
                              "(leave it out for a single config)")
         else:
             for k, vals in axes.items():
-                k = str(k)
-                if _axis_ok(("axes", k), k, vals, p, seen):
-                    keys.append((k,))
+                if _axis_ok(("axes", str(k)), str(k), vals, p, seen):
+                    keys.append((str(k),))
                     values.append([(x,) for x in vals])
+                    ykeys.append([("axes", str(k), j) for j in range(len(vals))])
     if zips is not None:
         if isinstance(zips, dict):
             zips = [zips]
         if not isinstance(zips, list) or not zips:
             p.add(("zip",), "expected a list of mappings, each dotted key -> list "
                             "(all lists of one mapping the same length)")
-            return keys, values
+            return keys, values, ykeys
         for i, block in enumerate(zips):
             if not isinstance(block, dict) or not block:
-                p.add(("zip", i), "expected a mapping of dotted config key -> list")
+                p.add(("zip", i), "expected a mapping of dotted config key -> list, got "
+                                  f"{_short(block)}")
                 continue
             good = [str(k) for k, vals in block.items()
                     if _axis_ok(("zip", i, k), str(k), vals, p, seen, unique=False)]
@@ -445,7 +707,8 @@ def _axes(
                 continue
             keys.append(tuple(good))
             values.append(tuples)
-    return keys, values
+            ykeys.append([("zip", i, good[0], j) for j in range(len(tuples))])
+    return keys, values, ykeys
 
 
 def _axis_ok(ykey: tuple, key: str, vals: Any, p: _Problems, seen: set[str],
@@ -461,14 +724,15 @@ def _axis_ok(ykey: tuple, key: str, vals: Any, p: _Problems, seen: set[str],
         p.add(ykey, "this key is already an axis; each key may vary in one axis only")
         return False
     if not isinstance(vals, list):
-        p.add(ykey, f"expected a list of values, got {vals!r}")
+        p.add(ykey, f"expected a list of values, got {_short(vals)}")
         return False
     if not vals:
         p.add(ykey, "empty axis; give at least one value")
         return False
     hashable = [repr(x) for x in vals]
     if unique and len(set(hashable)) != len(hashable):
-        p.add(ykey, f"duplicate values in {vals!r}")
+        dup = next(x for x, n in Counter(hashable).items() if n > 1)
+        p.add(ykey, f"duplicate value {dup}; give each value once")
         return False
     seen.add(key)
     return True
@@ -478,13 +742,15 @@ def _search(v: Any, p: _Problems) -> SearchSpec | None:
     if v is None:
         return None
     if not isinstance(v, dict):
-        p.add(("search",), f"expected a mapping with keys {', '.join(SEARCH_KEYS)}")
+        p.add(("search",), f"expected a mapping with keys {', '.join(SEARCH_KEYS)}, got "
+                           f"{_short(v)}")
         return None
     for k in v:
         if k not in SEARCH_KEYS:
-            p.add(("search", k), f"unknown key; valid: {', '.join(SEARCH_KEYS)}")
+            p.add(("search", k), f"unknown key; {_close(str(k), list(SEARCH_KEYS))}valid: "
+                                 f"{', '.join(SEARCH_KEYS)}")
     space_in = v.get("space")
-    space: dict[str, tuple[str, list[Any]]] = {}
+    space: dict[str, Any] = {}
     if not isinstance(space_in, dict) or not space_in:
         p.add(("search", "space"), "expected a non-empty mapping of dotted config key -> "
                                    f"{{distribution: args}}; distributions: "
@@ -493,53 +759,34 @@ def _search(v: Any, p: _Problems) -> SearchSpec | None:
         for k, dist in space_in.items():
             k = str(k)
             why = _key_problem(k)
+            if why is None and k == "seeds":
+                why = "seeds is not searched; use the top-level seeds key"
             if why:
                 p.add(("search", "space", k), why)
                 continue
-            if not isinstance(dist, dict) or len(dist) != 1:
-                p.add(("search", "space", k), "expected one {distribution: args}; "
-                      + ", ".join(f"{d}: {a}" for d, a in DISTRIBUTIONS.items()))
-                continue
-            (dname, args), = dist.items()
-            bad = _dist_problem(str(dname), args)
-            if bad:
-                p.add(("search", "space", k, dname), bad)
-                continue
-            space[k] = (str(dname), list(args))
+            try:
+                space[k] = parse_distribution(dist)
+            except ValueError as exc:
+                sub = (k, next(iter(dist))) if isinstance(dist, dict) and len(dist) == 1 else (k,)
+                p.add(("search", "space", *sub), str(exc))
     metric = v.get("metric")
-    if metric not in SEARCH_METRICS:
-        p.add(("search", "metric"), f"unknown metric {metric!r}; valid: "
+    if not isinstance(metric, str) or metric not in SEARCH_METRICS:
+        p.add(("search", "metric"), f"unknown metric {_short(metric)}; valid: "
                                     f"{', '.join(SEARCH_METRICS)}")
-    mode = v.get("mode", SEARCH_METRICS.get(metric, "max"))
+        metric = "final_val_acc"
+    mode = v.get("mode", SEARCH_METRICS[metric])
     if mode not in ("min", "max"):
-        p.add(("search", "mode"), f"expected min or max, got {mode!r}")
+        p.add(("search", "mode"), f"expected min or max, got {_short(mode)}")
     n = v.get("num_samples")
     if not _is_int(n) or n < 1:
-        p.add(("search", "num_samples"), f"expected an int >= 1, got {n!r}")
+        p.add(("search", "num_samples"), f"expected an int >= 1, got {_short(n)}")
     seed = v.get("seed")
-    if seed is not None and not _is_int(seed):
-        p.add(("search", "seed"), f"expected an int, got {seed!r}")
+    if seed is not None and (not _is_int(seed) or not 0 <= seed <= LIMITS["seed_value"]):
+        p.add(("search", "seed"), f"expected an int in 0..{LIMITS['seed_value']}, got "
+                                  f"{_short(seed)}")
     return SearchSpec(space=space, metric=str(metric), mode=str(mode),
-                      num_samples=n if _is_int(n) else 1, seed=seed)
-
-
-def _dist_problem(dname: str, args: Any) -> str | None:
-    if dname not in DISTRIBUTIONS:
-        return f"unknown distribution; valid: {', '.join(DISTRIBUTIONS)}"
-    if not isinstance(args, list) or not args:
-        return f"expected a list {DISTRIBUTIONS[dname]}"
-    if dname == "choice":
-        return None
-    want = 3 if dname == "quniform" else 2
-    if len(args) != want or not all(_is_num(a) for a in args):
-        return f"expected {DISTRIBUTIONS[dname]} (numbers), got {args!r}"
-    if args[0] >= args[1]:
-        return f"low must be < high, got {args!r}"
-    if dname == "loguniform" and args[0] <= 0:
-        return f"loguniform needs low > 0, got {args!r}"
-    if dname == "randint" and not all(_is_int(a) for a in args):
-        return f"randint needs ints, got {args!r}"
-    return None
+                      num_samples=n if _is_int(n) and n >= 1 else 1,
+                      seed=seed if _is_int(seed) else None)
 
 
 # ----------------------------------------------------------------------------- semantic checks
@@ -555,15 +802,20 @@ def _check_names(cfg: TrialConfig, axes: list[tuple[str, ...]], p: _Problems) ->
 
 def group_problem(name: str) -> str | None:
     """Why `name` is not a group name the groups library accepts, or None (name grammar only)."""
-    try:
-        from grokray.groups import parse
-    except ImportError:  # pragma: no cover - the groups library is part of grokray
-        return None
+    from grokray.groups import parse
+
     try:
         parse(name)
     except GrokrayError as exc:
         return str(exc).splitlines()[0]
     return None
+
+
+def op_problem(group: str, op: str) -> str | None:
+    """Why the task `op` cannot be built on `group`, or None (names only, nothing is built)."""
+    from grokray.tasks import op_problem as task_op_problem
+
+    return task_op_problem(group, op)
 
 
 def arch_problem(arch: str) -> str | None:
@@ -577,56 +829,85 @@ def arch_problem(arch: str) -> str | None:
 
 
 def _check_axis_values(base: TrialConfig, axes: list[tuple[str, ...]],
-                       values: list[list[tuple[Any, ...]]], p: _Problems) -> None:
-    """Each axis value on its own: type coercion, choices, groups and archs."""
-    for keys, vals in zip(axes, values, strict=False):
-        for tup in vals:
-            ov = dict(zip(keys, tup, strict=False))
-            ykey = ("axes", keys[0]) if len(keys) == 1 else ("zip",)
+                       values: list[list[tuple[Any, ...]]], ykeys: list[list[tuple[Any, ...]]],
+                       p: _Problems) -> None:
+    """Each axis value on its own (coercion, choices, groups, archs), and no two values of one
+    axis that are one value spelled twice. Costs the sum of the axis lengths, not their
+    product."""
+    for keys, vals, yks in zip(axes, values, ykeys, strict=True):
+        seen: dict[str, Any] = {}
+        for tup, ykey in zip(vals, yks, strict=True):
+            shown = tup if len(tup) > 1 else tup[0]
+            ov = dict(zip(keys, tup, strict=True))
             try:
                 cfg = base.with_overrides(ov)
             except ConfigError as exc:
-                p.add(ykey, f"value {tup if len(tup) > 1 else tup[0]!r}: {_strip_key(str(exc))}")
+                p.add(ykey, f"value {_short(shown)}: {_strip_key(str(exc))}")
                 continue
+            bad = False
             for k in ("group", "arch"):
                 if k in keys:
                     why = group_problem(cfg.group) if k == "group" else arch_problem(cfg.arch)
                     if why:
                         p.add(ykey, why)
+                        bad = True
+            if bad:
+                continue
+            # the values as the config holds them (coerced, canonical names): two spellings of
+            # one value are one; a value without effect for *this* base (forge.* on an MLP) is
+            # not flagged, since another axis may change what reads it
+            sig = repr(tuple(get_key(cfg, k) for k in keys))
+            if sig in seen:
+                p.add(ykey, f"value {_short(shown)} gives the same config as {_short(seen[sig])} "
+                            "(the same value spelled two ways); give it once")
+            seen[sig] = shown
+
+
+def _check_ops(base: TrialConfig, axes: list[tuple[str, ...]],
+               values: list[list[tuple[Any, ...]]], ykeys: list[list[tuple[Any, ...]]],
+               p: _Problems) -> None:
+    """Every (group, op) the sweep can produce is a task that exists (Z6 has no `div`)."""
+
+    def where(key: str) -> tuple[int | None, int]:
+        for i, keys in enumerate(axes):
+            if key in keys:
+                return i, keys.index(key)
+        return None, 0
+
+    (gi, gj), (oi, oj) = where("group"), where("op")
+    pairs: list[tuple[str, str, tuple[Any, ...]]] = []
+    if gi is not None and gi == oi:  # one zip block: its rows
+        pairs = [(str(t[gj]), str(t[oj]), y) for t, y in zip(values[gi], ykeys[gi], strict=True)]
+    else:
+        groups = [(str(t[gj]), y) for t, y in zip(values[gi], ykeys[gi], strict=True)] \
+            if gi is not None else [(base.group, ("config", "group"))]
+        ops = [(str(t[oj]), y) for t, y in zip(values[oi], ykeys[oi], strict=True)] \
+            if oi is not None else [(base.op, ("config", "op"))]
+        pairs = [(g, o, oy if oi is not None else (gy if gi is not None else ("config", "op")))
+                 for g, gy in groups for o, oy in ops]
+    told: set[str] = set()
+    for g, o, ykey in pairs[:100_000]:
+        if group_problem(g):
+            continue  # reported on its own
+        why = op_problem(g, o)
+        if why and why not in told:
+            told.add(why)
+            p.add(ykey, f"group {g} with op {o}: {why}")
 
 
 def _check_search_space(base: TrialConfig, search: SearchSpec, p: _Problems) -> None:
-    for k, (dname, args) in search.space.items():
-        probe = args if dname == "choice" else args[:2]
-        for v in probe:
+    for k, dist in search.space.items():
+        for v in dist.probes():
             try:
-                base.with_overrides({k: v})
+                cfg = base.with_overrides({k: v})
             except ConfigError as exc:
-                p.add(("search", "space", k), _strip_key(str(exc)))
+                p.add(("search", "space", k), f"value {_short(v)}: {_strip_key(str(exc))}")
                 break
-
-
-def _expand(base: TrialConfig, axes: list[tuple[str, ...]],
-            values: list[list[tuple[Any, ...]]], p: _Problems) -> list[TrialConfig]:
-    configs: list[TrialConfig] = []
-    seen: dict[str, dict[str, Any]] = {}
-    for combo in itertools.product(*values) if axes else [()]:
-        ov: dict[str, Any] = {}
-        for keys, tup in zip(axes, combo, strict=False):
-            ov.update(zip(keys, tup, strict=False))
-        try:
-            cfg = base.with_overrides(ov) if ov else base
-        except ConfigError as exc:
-            p.add(("axes",), f"combination {ov}: {_strip_key(str(exc))}")
-            continue
-        h = cfg.config_hash()
-        if h in seen:
-            p.add(("axes",), f"combinations {seen[h]} and {ov} give the same config "
-                             "(an axis value equal to the default of a field that has no effect?)")
-            continue
-        seen[h] = ov
-        configs.append(cfg)
-    return configs
+            why = group_problem(cfg.group) if k == "group" else None
+            why = why or (op_problem(cfg.group, cfg.op) if k in ("group", "op") else None)
+            if why:
+                p.add(("search", "space", k), f"value {_short(v)}: {why}")
+                break
 
 
 def axis_label(keys: tuple[str, ...]) -> str:

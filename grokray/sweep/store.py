@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import uuid
 from dataclasses import dataclass, field
@@ -32,15 +33,80 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from grokray import files
 from grokray.errors import SchemaError
 from grokray.schema import CONFIG_JSON_COLUMN as CONFIG_JSON
-from grokray.schema import SCHEMA_VERSION
+from grokray.schema import ID_COLUMNS, SCHEMA_VERSION
 
 TRIALS = "trials"
 CURVES = "curves"
 PLAN = "plan.json"
-ID_COLUMNS = ["config_hash", "seed", "status", "run_id"]
-_TMP_PREFIX = ".tmp-"
+_TMP_PREFIX = files.TMP_PREFIX
+
+
+OUT_SCHEMES = ("file", "s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss")
+"""URL schemes an output dir may have (pyarrow filesystems)"""
+
+
+def check_writable(out_dir: str, *, create: bool = True) -> None:
+    """Fail early, in one line (GrokrayError, exit 2), when results cannot be written to
+    `out_dir`: a file in the way, a directory that is not writable, an unsupported or
+    unreachable URL. With `create`, the directory is created and a probe file written and
+    removed (the only honest test of a read-only mount or a bucket's permissions)."""
+    from grokray.errors import GrokrayError
+
+    where = f"output {out_dir}"
+    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", out_dir)
+    if m and m.group(1).lower() not in OUT_SCHEMES:
+        raise GrokrayError(f"{where}: unsupported URL scheme '{m.group(1)}'; valid: a local "
+                           "path or " + ", ".join(f"{s}://" for s in OUT_SCHEMES))
+    try:
+        loc = Location.of(out_dir)
+    except (OSError, ValueError) as exc:
+        raise GrokrayError(f"{where}: cannot open: {_one(exc)}; check the URL and the "
+                           "credentials") from None
+    if loc.is_local:
+        _check_local(loc.path, where)
+    else:
+        try:
+            kind = loc.fs.get_file_info(loc.path).type
+        except (OSError, ValueError) as exc:
+            raise GrokrayError(f"{where}: unreachable: {_one(exc)}; check the URL, the "
+                               "network and the credentials") from None
+        if kind == pafs.FileType.File:
+            raise GrokrayError(f"{where}: is a file; give a directory")
+    if not create:
+        return
+    probe = loc.join(f".write-test-{secrets.token_hex(4)}")
+    try:
+        loc.fs.create_dir(loc.path, recursive=True)
+        with loc.fs.open_output_stream(probe) as out:
+            out.write(b"ok")
+        loc.fs.delete_file(probe)
+    except (OSError, ValueError) as exc:
+        raise GrokrayError(f"{where}: cannot write there: {_one(exc)}; --out takes a writable "
+                           "directory (on a cluster one every node mounts at that path) or an "
+                           "object store URI such as s3://bucket/dir") from None
+
+
+def _check_local(path: str, where: str) -> None:
+    from grokray.errors import GrokrayError
+
+    p = path
+    while not os.path.exists(p):
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    if os.path.exists(p) and not os.path.isdir(p):
+        what = "is a file" if p == path else f"has a file in the way ({p})"
+        raise GrokrayError(f"{where}: {what}; give a directory")
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise GrokrayError(f"{where}: {p} is not writable; give a writable directory (--out)")
+
+
+def _one(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
 
 
 def new_run_id() -> str:
@@ -51,45 +117,16 @@ def new_run_id() -> str:
 # ----------------------------------------------------------------------------- filesystem
 
 
-@dataclass(frozen=True)
-class Location:
-    """A directory on a pyarrow filesystem (local disk or object store)."""
-
-    fs: pafs.FileSystem
-    """the filesystem"""
-    path: str
-    """the directory path on `fs` (no scheme)"""
+class Location(files.Location):
+    """A directory on a pyarrow filesystem (`grokray.files.Location`) that writes whole."""
 
     @classmethod
     def of(cls, uri: str | os.PathLike) -> Location:
-        """Open a local path or a URL that pyarrow understands."""
-        s = os.fspath(uri)
-        if "://" in s:
-            fs, path = pafs.FileSystem.from_uri(s)
-            return cls(fs, path.rstrip("/"))
-        return cls(pafs.LocalFileSystem(), os.path.abspath(s))
-
-    @property
-    def is_local(self) -> bool:
-        """True for a local disk (where rename is atomic)."""
-        return isinstance(self.fs, pafs.LocalFileSystem)
-
-    def join(self, *parts: str) -> str:
-        """Path of a child."""
-        return "/".join([self.path, *parts])
+        loc = files.Location.of(uri)
+        return cls(loc.fs, loc.path)
 
     def child(self, *parts: str) -> Location:
-        """Location of a child directory."""
         return Location(self.fs, self.join(*parts))
-
-    def listdir(self, sub: str) -> list[pafs.FileInfo]:
-        """Files directly under `sub` (empty when it does not exist)."""
-        sel = pafs.FileSelector(self.join(sub), allow_not_found=True)
-        return [i for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.File]
-
-    def exists(self, *parts: str) -> bool:
-        """Does this file or directory exist?"""
-        return self.fs.get_file_info(self.join(*parts)).type != pafs.FileType.NotFound
 
     def write_bytes_atomic(self, path: str, write) -> None:
         """Write a file whole: `write(stream)` fills it; local disks get temp + rename."""
@@ -116,13 +153,6 @@ class Location:
         """Write a DataFrame as one Parquet file, atomically."""
         table = pa.Table.from_pandas(df, preserve_index=False)
         self.write_bytes_atomic(path, lambda out: pq.write_table(table, out))
-
-    def read_table(self, path: str, columns: list[str] | None = None) -> pd.DataFrame:
-        """Read one Parquet file (only `columns` that it has, when given)."""
-        with self.fs.open_input_file(path) as f:
-            pf = pq.ParquetFile(f)
-            cols = None if columns is None else [c for c in columns if c in pf.schema.names]
-            return pf.read(columns=cols).to_pandas()
 
 
 def _fsync_dir(path: str) -> None:
@@ -212,29 +242,22 @@ class Manifest:
 
     @classmethod
     def load(cls, out_dir: str | os.PathLike) -> Manifest:
-        """Read the identity columns of every trials file in `out_dir` (v1 rows: their v2
-        identity, `current_identity`)."""
-        loc = Location.of(out_dir)
-        frames = []
-        for info in loc.listdir(TRIALS):
-            if _file_key(info.base_name) is None:
-                continue
-            try:
-                df = loc.read_table(info.path, [*ID_COLUMNS, "schema_version"])
-                if (df["schema_version"] < SCHEMA_VERSION).any():  # v1 rows: read config_json
-                    df = loc.read_table(info.path)
-                    df["config_hash"] = current_identity(df)
-            except Exception as exc:  # pyarrow raises several types for a bad file
-                msg = f"cannot read {info.path}: {type(exc).__name__}: {exc}"
-                raise SchemaError(msg) from None
-            df = df[ID_COLUMNS].copy()
-            df["file"] = info.base_name
-            frames.append(df)
-        if not frames:
-            return cls(pd.DataFrame(columns=[*ID_COLUMNS, "file"]))
-        rows = pd.concat(frames, ignore_index=True)
+        """Read the identity columns of every trials file in `out_dir` (SchemaError naming
+        every damaged file and how to repair it; v1 rows: their v2 identity,
+        `current_identity`)."""
+        t = files.read_dir(os.fspath(out_dir), TRIALS,
+                           columns=[*ID_COLUMNS, "schema_version", CONFIG_JSON],
+                           required=ID_COLUMNS)
+        if t.damaged:
+            raise SchemaError(files.problems_error(os.fspath(out_dir), t.damaged))
+        rows = t.frame
+        if len(rows) and "schema_version" in rows and (rows["schema_version"] < SCHEMA_VERSION
+                                                       ).any():
+            rows = rows.copy()
+            rows["config_hash"] = current_identity(rows)
+        rows = rows[[*ID_COLUMNS, "file"]].copy()
         rows["seed"] = rows["seed"].astype(int)
-        return cls(rows)
+        return cls(rows.reset_index(drop=True))
 
     def done(self, include_failed: bool = True) -> set[tuple[str, int]]:
         """Identities with a row (failed ones only when `include_failed`)."""
@@ -298,7 +321,7 @@ def current_identity(df: pd.DataFrame) -> list[str]:
     out, cache = [], {}
     for h, v, cj in zip(df["config_hash"], df["schema_version"],
                         df[CONFIG_JSON] if CONFIG_JSON in df else [None] * len(df), strict=True):
-        if int(v) >= SCHEMA_VERSION or cj is None:
+        if int(v) >= SCHEMA_VERSION or not isinstance(cj, str):
             out.append(h)
             continue
         if cj not in cache:
@@ -308,14 +331,39 @@ def current_identity(df: pd.DataFrame) -> list[str]:
 
 
 def read_trials(out_dir: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:
-    """Concatenate every trials file (only `columns` when given)."""
+    """Concatenate every trials file (only `columns` when given); SchemaError on damage."""
+    t = files.read_dir(os.fspath(out_dir), TRIALS, columns=columns, required=ID_COLUMNS)
+    if t.damaged:
+        raise SchemaError(files.problems_error(os.fspath(out_dir), t.damaged))
+    return t.frame.drop(columns="file")
+
+
+def missing_curves(out_dir: str | os.PathLike, trials: pd.DataFrame | None = None) -> list[str]:
+    """Trials files with a finished (not failed) row but no curves file of the same name."""
     loc = Location.of(out_dir)
-    frames = []
-    for info in loc.listdir(TRIALS):
-        if _file_key(info.base_name) is None:
-            continue
-        frames.append(loc.read_table(info.path, columns))
-    frames = [f for f in frames if len(f)]
-    if not frames:
-        return pd.DataFrame(columns=columns or ID_COLUMNS)
-    return pd.concat(frames, ignore_index=True, sort=False)
+    if trials is None:
+        trials = files.read_dir(loc, TRIALS, columns=ID_COLUMNS, required=ID_COLUMNS).frame
+    have = {i.base_name for i in loc.listdir(CURVES)}
+    ran = trials[trials["status"] != "failed"]["file"].unique() if len(trials) else []
+    return sorted(f for f in ran if f not in have)
+
+
+def repair_damaged(out_dir: str | os.PathLike) -> dict[str, list[str]]:
+    """`grokray status --repair`: make a damaged output dir readable again, losing nothing.
+
+    Moves into `quarantine/` every trials or curves file that cannot be read (or is not a
+    grokray table), and every trials file whose curves file is missing (its trials run again on
+    the next `grokray sweep`); then `repair` (temporary files, curves without trials, and
+    duplicate rows of one identity: the newest run is kept). Files of a newer schema are left."""
+    out = os.fspath(out_dir)
+    loc = Location.of(out)
+    moved: dict[str, list[str]] = {"damaged": [], "missing_curves": []}
+    for sub, required in ((TRIALS, ID_COLUMNS), (CURVES, ("config_hash", "seed", "step"))):
+        for d in files.read_dir(loc, sub, columns=list(required), required=required).damaged:
+            if d.repairable:
+                moved["damaged"].append(loc.move_aside(d.path, f"{files.QUARANTINE}/{sub}"))
+    for name in missing_curves(out):
+        moved["missing_curves"].append(loc.move_aside(loc.join(TRIALS, name),
+                                                      f"{files.QUARANTINE}/{TRIALS}"))
+    removed = repair(out)
+    return {**moved, **{k: [str(v)] for k, v in removed.items()}}

@@ -111,9 +111,9 @@ def test_optuna_search_resumes_with_new_samples_only(tmp_path):
         spec = parse_spec(text.format(out=tmp_path / "out", n=n), "s.yaml")
         plan = make_plan(spec)
         backend = RayBackend(name=f"s{n}", storage_path=str(tmp_path / "ray"), concurrency=2,
-                             trial_fn=helpers.synthetic, search=spec.search, prior=plan.prior,
-                             num_samples=plan.n_search_new)
-        run_plan(plan, backend)
+                             trial_fn=helpers.synthetic)
+        with backend:
+            run_plan(plan, backend)
         return plan
 
     assert run(2).n_search_new == 2

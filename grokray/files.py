@@ -1,0 +1,211 @@
+"""The one Parquet reader and writer location: local paths and URLs alike.
+
+`Location` is a directory on a pyarrow filesystem (local disk, or any URL pyarrow opens: s3://,
+gs://, hdfs://). `read_dir` reads every result file of a table directory (`trials/` or `curves/`)
+and never stops at a damaged one: each unreadable, foreign or too-new file comes back as a
+`Damage` naming it and how to repair it, and the caller decides (status and analyze report them
+all and exit 2). Both `grokray.sweep.store` and `analysis.load` read through here; every column
+name and status they check comes from `grokray.schema`.
+
+No torch, no Ray: `analysis/` imports this module.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from grokray.schema import SCHEMA_VERSION
+
+QUARANTINE = "quarantine"
+TMP_PREFIX = ".tmp-"
+
+
+@dataclass(frozen=True)
+class Location:
+    """A directory on a pyarrow filesystem (local disk or object store)."""
+
+    fs: pafs.FileSystem
+    """the filesystem"""
+    path: str
+    """the directory path on `fs` (no scheme)"""
+
+    @classmethod
+    def of(cls, uri: str | os.PathLike) -> Location:
+        """Open a local path or a URL that pyarrow understands."""
+        s = os.fspath(uri)
+        if "://" in s and not s.startswith("file://"):
+            fs, path = pafs.FileSystem.from_uri(s)
+            return cls(fs, path.rstrip("/"))
+        if s.startswith("file://"):
+            s = s[len("file://"):]
+        return cls(pafs.LocalFileSystem(), os.path.abspath(s))
+
+    @property
+    def is_local(self) -> bool:
+        """True for a local disk (where rename is atomic)."""
+        return isinstance(self.fs, pafs.LocalFileSystem)
+
+    def join(self, *parts: str) -> str:
+        """Path of a child."""
+        return "/".join([self.path, *parts])
+
+    def child(self, *parts: str) -> Location:
+        """Location of a child directory."""
+        return Location(self.fs, self.join(*parts))
+
+    def listdir(self, sub: str) -> list[pafs.FileInfo]:
+        """Files directly under `sub` (empty when it does not exist)."""
+        sel = pafs.FileSelector(self.join(sub), allow_not_found=True)
+        return [i for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.File]
+
+    def exists(self, *parts: str) -> bool:
+        """Does this file or directory exist?"""
+        return self.fs.get_file_info(self.join(*parts)).type != pafs.FileType.NotFound
+
+    def is_dir(self, *parts: str) -> bool:
+        """Is this a directory?"""
+        return self.fs.get_file_info(self.join(*parts)).type == pafs.FileType.Directory
+
+    def read_table(self, path: str, columns: list[str] | None = None) -> pd.DataFrame:
+        """Read one Parquet file (only `columns` that it has, when given)."""
+        with self.fs.open_input_file(path) as f:
+            pf = pq.ParquetFile(f)
+            cols = None if columns is None else [c for c in columns if c in pf.schema.names]
+            return pf.read(columns=cols).to_pandas()
+
+    def move_aside(self, path: str, sub: str = QUARANTINE) -> str:
+        """Move a file into `<dir>/<sub>/` (never deleted); returns its new path."""
+        self.fs.create_dir(self.join(sub), recursive=True)
+        dest = self.join(sub, path.rsplit("/", 1)[-1])
+        self.fs.move(path, dest)
+        return dest
+
+
+def join_uri(uri: str, *parts: str) -> str:
+    """A child of a local path or URL, keeping a URL's query (`s3://b/x?region=r` + `s` ->
+    `s3://b/x/s?region=r`)."""
+    base, sep, query = uri.partition("?") if "://" in uri else (uri, "", "")
+    return "/".join([base.rstrip("/"), *parts]) + sep + query
+
+
+def result_file(name: str) -> bool:
+    """Is `name` read as a result file (any `*.parquet` that is not hidden: the writer names
+    them `<config_hash>-<run_id>.parquet`; a foreign one is read, and reported if foreign)?"""
+    return not name.startswith(".") and name.endswith(".parquet")
+
+
+@dataclass(frozen=True)
+class Damage:
+    """One file that could not be used."""
+
+    path: str
+    """the file"""
+    why: str
+    """what is wrong with it"""
+    repairable: bool = True
+    """`grokray status --repair` moves it aside (False: a newer schema; upgrade instead)"""
+
+    def line(self, out_dir: str) -> str:
+        """`PATH: why; repair: ...` (one line)."""
+        fix = (f"repair: grokray status --repair {out_dir} (moves it to "
+               f"{out_dir.rstrip('/')}/{QUARANTINE}/; its trials run again on the next sweep)"
+               if self.repairable else "upgrade grokray to read it")
+        return f"{self.path}: {self.why}; {fix}"
+
+
+@dataclass
+class Tables:
+    """The rows of one table directory, and the files that could not be read."""
+
+    frame: pd.DataFrame
+    """every readable file's rows, concatenated (a `file` column names each row's file)"""
+    damaged: list[Damage] = field(default_factory=list)
+    """files that could not be used"""
+    files: list[str] = field(default_factory=list)
+    """the names of the files read"""
+
+
+def read_dir(out_dir: str | os.PathLike | Location, sub: str, *,
+             columns: list[str] | None = None, required: tuple[str, ...] | list[str] = ()
+             ) -> Tables:
+    """Read every result file of `out_dir/sub`: Parquet, with the `required` columns and a
+    schema version this grokray reads. Damaged files are listed, not raised."""
+    loc = out_dir if isinstance(out_dir, Location) else Location.of(out_dir)
+    frames: list[pd.DataFrame] = []
+    damaged: list[Damage] = []
+    files: list[str] = []
+    want = None if columns is None else list(dict.fromkeys([*columns, *required]))
+    for info in sorted(loc.listdir(sub), key=lambda i: i.base_name):
+        if not result_file(info.base_name):
+            continue
+        try:
+            with loc.fs.open_input_file(info.path) as f:
+                pf = pq.ParquetFile(f)
+                names = pf.schema_arrow.names
+                missing = [c for c in required if c not in names]
+                if missing:
+                    damaged.append(Damage(info.path, f"missing column(s) {', '.join(missing)}: "
+                                                     f"not a grokray {sub} table"))
+                    continue
+                cols = None if want is None else [c for c in want if c in names]
+                df = pf.read(columns=cols).to_pandas()
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
+            text = " ".join(str(exc).split())[:200]
+            damaged.append(Damage(info.path, f"cannot read: not a Parquet file, or a "
+                                             f"truncated one ({type(exc).__name__}: {text})"))
+            continue
+        bad = _version_problem(df)
+        if bad is not None:
+            damaged.append(Damage(info.path, bad[0], repairable=bad[1]))
+            continue
+        df["file"] = info.base_name
+        files.append(info.base_name)
+        if len(df):
+            frames.append(df)
+    frame = pd.concat(frames, ignore_index=True, sort=False) if frames else \
+        pd.DataFrame(columns=[*(want or required), "file"])
+    return Tables(frame, damaged, files)
+
+
+def _version_problem(df: pd.DataFrame) -> tuple[str, bool] | None:
+    if "schema_version" not in df.columns or not len(df):
+        return None
+    v = pd.to_numeric(df["schema_version"], errors="coerce")
+    if v.isna().any() or (v < 1).any() or (v != v.round()).any():
+        return "schema_version has missing or invalid values (not a grokray table)", True
+    if int(v.max()) > SCHEMA_VERSION:
+        return (f"schema_version {int(v.max())} is newer than this grokray reads "
+                f"({SCHEMA_VERSION})", False)
+    return None
+
+
+def dedupe(df: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
+    """One row per identity (config_hash, seed): the newest run_id wins.
+
+    Returns (rows, rows dropped, identities that had more than one row)."""
+    if df.empty or not {"config_hash", "seed"} <= set(df.columns):
+        return df, 0, 0
+    key = ["config_hash", "seed"]
+    order = df.sort_values("run_id", kind="stable") if "run_id" in df.columns else df
+    dup = order.duplicated(key, keep="last")
+    if not dup.any():
+        return df, 0, 0
+    n_ids = int(order[dup][key].drop_duplicates().shape[0])
+    kept = order[~dup].sort_index()
+    return kept.reset_index(drop=True), int(dup.sum()), n_ids
+
+
+def problems_error(out_dir: str, damaged: list[Damage]) -> str:
+    """The message of a SchemaError listing every damaged file, one per line."""
+    return "\n".join(d.line(out_dir) for d in damaged)
+
+
+def summary(damaged: list[Damage]) -> list[dict[str, Any]]:
+    """Damaged files as plain values (for --json)."""
+    return [{"path": d.path, "why": d.why, "repairable": d.repairable} for d in damaged]

@@ -1,0 +1,134 @@
+"""Exactly-once under a crowd: two drivers on one dir, a foreign Ray cluster on the machine,
+and Ctrl-C / SIGTERM mid-sweep (exit 130 / 143, a one-line summary, no traceback)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+ray = pytest.importorskip("ray")
+
+sys.path.insert(0, os.path.dirname(__file__))
+import _sweep_helpers as helpers  # noqa: E402
+
+
+def _sweep(spec, *extra, **kw):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("RAY_ADDRESS", None)
+    cmd = [sys.executable, "-m", "grokray.cli", "sweep", str(spec), "--plain", "--no-summary",
+           *extra]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **kw)
+
+
+def _rows(tmp_path) -> pd.DataFrame:
+    files = sorted((tmp_path / "out" / "tiny" / "trials").glob("*.parquet"))
+    return pd.concat([pd.read_parquet(f) for f in files]) if files else pd.DataFrame()
+
+
+def _wait_for_a_row(proc, tmp_path, timeout=240):
+    trials = tmp_path / "out" / "tiny" / "trials"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if trials.exists() and any(trials.glob("*.parquet")):
+            return
+        time.sleep(0.05)
+    out, err = proc.communicate()
+    raise AssertionError(f"the sweep ended before a row was written:\n{out}\n{err}")
+
+
+def test_two_concurrent_drivers_leave_no_duplicates(tmp_path):
+    spec = helpers.tiny_spec(tmp_path, groups=("Z5", "Z7", "S3", "D4"), steps=40,
+                             concurrency=1)
+    procs = [_sweep(spec, "--local") for _ in range(2)]
+    results = [p.communicate(timeout=600) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes in ([0, 0], [0, 2]), (codes, results)
+    if codes == [0, 2]:
+        err = next(e for p, (_, e) in zip(procs, results, strict=True) if p.returncode == 2)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and "being written by another grokray process" in lines[0]
+        assert "pid " in lines[0] and "host " in lines[0]
+    rows = _rows(tmp_path)
+    assert len(rows) == 16
+    assert not rows.duplicated(["config_hash", "seed"]).any()
+
+
+def test_a_foreign_cluster_changes_nothing(tmp_path):
+    """A Ray cluster already running on the machine (and going away mid-sweep) is not joined."""
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
+                                                        "include_dashboard": False})
+    try:
+        spec = helpers.tiny_spec(tmp_path, groups=("Z5", "Z7", "Z3", "Z4"), steps=60,
+                                 concurrency=1)
+        env_addr = os.environ.get("RAY_ADDRESS")
+        proc = _sweep(spec, "--num-cpus", "1")
+        _wait_for_a_row(proc, tmp_path)
+        c.shutdown()  # the foreign cluster goes away mid-sweep
+        c = None
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+        assert env_addr == os.environ.get("RAY_ADDRESS")
+    finally:
+        if c is not None:
+            c.shutdown()
+    rows = _rows(tmp_path)
+    assert len(rows) == 16 and (rows["status"] != "failed").all()
+    assert not rows.duplicated(["config_hash", "seed"]).any()
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_exit_code_and_resume(tmp_path, sig, code):
+    spec = helpers.tiny_spec(tmp_path, groups=("Z5", "Z7", "S3", "D4"), steps=300,
+                             concurrency=1)
+    proc = _sweep(spec, "--num-cpus", "1", start_new_session=True)
+    _wait_for_a_row(proc, tmp_path)
+    proc.send_signal(sig)
+    try:
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == code, err
+    written = len({f for f in (tmp_path / "out" / "tiny" / "trials").glob("*.parquet")})
+    assert f"interrupted: {written} trials written; run the same command to resume" in err
+    assert "Traceback" not in err + out and "Tuner.restore" not in err + out
+    assert "Fatal Python error" not in err
+    done = _rows(tmp_path)
+    assert 0 < len(done) < 16
+    # the same command resumes: only the missing identities run
+    proc = _sweep(spec, "--num-cpus", "1")
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    rows = _rows(tmp_path)
+    assert len(rows) == 16 and not rows.duplicated(["config_hash", "seed"]).any()
+
+
+def test_embedded_ray_is_a_new_node_and_the_context_stops_it(tmp_path):
+    from ray.cluster_utils import Cluster
+
+    from grokray.sweep.backend import RayBackend
+
+    if ray.is_initialized():
+        ray.shutdown()
+    foreign = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
+                                                             "include_dashboard": False})
+    try:
+        backend = RayBackend(name="addr", storage_path=str(tmp_path / "ray"), num_cpus=1)
+        with backend:
+            assert backend.started_ray
+            nodes = [n for n in ray.nodes() if n["Alive"]]
+            assert len(nodes) == 1  # its own node, not the foreign cluster's
+            ours = ray.get_runtime_context().gcs_address
+            assert ours != foreign.address
+        assert not ray.is_initialized()  # the context stops what it started
+    finally:
+        foreign.shutdown()
