@@ -38,10 +38,11 @@ class ModelConfig:
     """embedding dimension (MLP: per operand; FORGE: the fiber dimension)"""
     hidden: int = positive(128)
     """MLP hidden width h (ignored when `matched_budget` is on)"""
-    rank: int = positive(128)
-    """FORGE DAD rank R (capacity R*d). 128, not 64: at R = 64 FORGE stayed at val acc 0.2-0.46
-    on F21 and Heis3, whose smallest faithful real Wedderburn component is M_3(C) (real rank of its
-    multiplication <= 3 * 23 = 69 > 64); at R = 128 every seed grokked (docs/reproduction.md)"""
+    rank: int = positive(256)
+    """FORGE DAD rank R (capacity R*d). 256 (issue 13; was 64): F21 and Heis3, whose faithful
+    irreps are complex of degree 3 (real Wedderburn component M_3(C), multiplication rank <= 69),
+    stayed at val acc 0.2-0.5 at R 64 and grokked in only 9/10 and 8/10 seeds at R 128; their
+    failing seeds grokked at R 256 (docs/reproduction.md)"""
     act: str = choice("relu", ACTIVATIONS)
     """MLP hidden activation: relu, gelu, tanh, silu, quadratic, identity"""
     matched_budget: bool = False

@@ -25,7 +25,7 @@ def _h(d):
     [{"group": "Z2xZ4"}, {"group": "z2xz4"}, {"group": "C2xC4"}],
     [{"group": "Dic3"}, {"group": "dic3"}],
     # defaults given or omitted, numbers however written
-    [{"arch": "forge"}, {"arch": "forge", "model.rank": 128, "forge.lambda_alg": "0.03"},
+    [{"arch": "forge"}, {"arch": "forge", "model.rank": 256, "forge.lambda_alg": "0.03"},
      {"arch": "forge", "optim": {"lr": "1e-3", "weight_decay": 1}}],
 ])
 def test_every_spelling_has_one_identity(spellings):
@@ -90,7 +90,7 @@ def test_a_v1_dir_is_read_and_resumed_without_rerunning(tmp_path):
     assert len(sweep.trials) == 4 and set(sweep.trials["schema_version"]) == {1}
     assert set(sweep.trials["group"]) == {"s3", "C5"}  # v1 stored names as written
 
-    # the v1 rows were written when model.rank defaulted to 64 (128 since issue 13)
+    # the v1 rows were written when model.rank defaulted to 64 (256 since issue 13)
     mlp = TrialConfig.from_dict({"group": "S3", "arch": "mlp", "steps": 10, "eval_every": 5,
                                  "model.d": 4, "model.hidden": 8, "model.rank": 64,
                                  "device": "cpu"})

@@ -41,7 +41,7 @@ def test_trial_frame_columns_and_values():
     row = df.iloc[0]
     assert row.schema_version == SCHEMA_VERSION and row.sweep == "sw" and row.run_id == "r1"
     assert row.config_hash == _result().config.config_hash()
-    assert row.model_rank == 128 and row.optim_lr == 1e-3 and row.group == "S3"
+    assert row.model_rank == 256 and row.optim_lr == 1e-3 and row.group == "S3"
     assert row.group_order == 6 and row.arm == "forge+grokfast" and row.n_params == 123
     assert row.metric_eff_modes == 3.5 and row.grok_step == 300
     assert pd.isna(df.iloc[1].grok_step) and df.iloc[1].error == "RuntimeError: x"
