@@ -105,6 +105,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--format", choices=FORMATS, default="md", help="printed format (default md)")
     s.add_argument("--no-write", action="store_true",
                    help="print only; do not write OUT/ledger.md and OUT/ledger.json")
+    s.add_argument("--all-rows", action="store_true",
+                   help="read every row of a sweep dir, not only the configs its spec runs now")
 
     p.set_defaults(func=main)
     return p
@@ -190,7 +192,7 @@ def _ledger(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise AnalysisError(f"{out} is not a directory (give the output root of the sweeps)")
-    L = ledger(out, scale=args.scale)
+    L = ledger(out, scale=args.scale, current_only=not args.all_rows)
     sys.stdout.write(render([ledger_table(L)], args.format))
     if not args.no_write:
         md, js = write_ledger(L)

@@ -500,9 +500,20 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
+def spec_hashes(spec: str, root: Path) -> set[str]:
+    """The config hashes of a spec's trials (what the sweep runs now, at today's defaults)."""
+    from grokray.sweep.spec import load_spec
+
+    return {c.config_hash() for c in load_spec(str(root / spec)).trials()}
+
+
 def ledger(out: str | Path, *, scale: str = "cpu", claims: tuple[Claim, ...] = CLAIMS,
-           root: Path | None = None) -> Ledger:
-    """Every claim's row from the sweep outputs under `out` (missing sweeps: not run)."""
+           root: Path | None = None, current_only: bool = True) -> Ledger:
+    """Every claim's row from the sweep outputs under `out` (missing sweeps: not run).
+
+    current_only: read only the rows of the configs the spec runs now (a sweep dir may also hold
+    rows of an older default, e.g. FORGE's rank before issue 13); off for synthetic fixtures.
+    """
     out = Path(out)
     root = root or repo_root()
     rows = []
@@ -514,7 +525,15 @@ def ledger(out: str | Path, *, scale: str = "cpu", claims: tuple[Claim, ...] = C
         name = sweep_name(c.spec, root)
         d = out / name
         if name not in cache:
-            cache[name] = _load_trials(d)
+            T = _load_trials(d)
+            if current_only and isinstance(T, pd.DataFrame):
+                keep = T["config_hash"].astype(str).isin(spec_hashes(c.spec, root))
+                if not keep.any():
+                    T = (f"the {len(T)} rows in {d} are of other configs than {c.spec} runs "
+                         "now (older defaults?): run the sweep again")
+                else:
+                    T = T[keep]
+            cache[name] = T
         T = cache[name]
         cmd = (f"grokray sweep {c.spec} --out {out} && "
                + (c.analyze.format(dir=d) if c.analyze else f"grokray analyze ledger {out}"))

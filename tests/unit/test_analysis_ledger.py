@@ -40,7 +40,7 @@ def out(tmp_path_factory, tiny):
 
 
 def _rows(out):
-    return {r.claim.key: r for r in L.ledger(out).rows}
+    return {r.claim.key: r for r in L.ledger(out, current_only=False).rows}
 
 
 def test_ledger_rows_from_the_fixture(out):
@@ -75,6 +75,13 @@ def test_claims_without_data_are_not_run_rows(out, tmp_path):
     assert {r.verdict for r in empty.rows} == {L.NOT_RUN}
 
 
+def test_rows_of_other_configs_are_not_read_as_the_claim(out):
+    # the fixture's configs are not those sweeps/cpu/scaling.yaml runs: by default they are
+    # not taken for the claim (a sweep dir may hold rows of an older default)
+    r = {x.claim.key: x for x in L.ledger(out).rows}["forge.scaling.alpha"]
+    assert r.verdict == L.NOT_RUN and "other configs" in r.measured.detail
+
+
 def test_a_damaged_sweep_is_a_not_run_row(tmp_path, tiny):
     tiny.write_ablation(tmp_path / "scaling_cpu")
     (tmp_path / "scaling_cpu" / "trials" / "zz-broken.parquet").write_text("not parquet")
@@ -84,7 +91,7 @@ def test_a_damaged_sweep_is_a_not_run_row(tmp_path, tiny):
 
 
 def test_cli_ledger_json_and_files(out, capsys):
-    assert main(["analyze", "ledger", str(out), "--format", "json"]) == 0
+    assert main(["analyze", "ledger", str(out), "--format", "json", "--all-rows"]) == 0
     tables = json.loads(capsys.readouterr().out)
     rows = {r["claim"]: r for r in tables[0]["rows"]}
     assert rows["forge.eff_modes"]["verdict"] == L.REPRODUCED
