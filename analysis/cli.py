@@ -77,6 +77,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="arms to draw, one diagram each (default: every arm with R and d)")
     s.add_argument("--pool-arms", action="store_true",
                    help="pool the arms into one diagram (default: never mixed)")
+    s.add_argument("--cprank", metavar="DIR",
+                   help="also compare each arm's threshold with the CP-rank bounds `grokray "
+                        "cprank GROUP --out DIR` wrote")
 
     s = sub.add_parser("curves", help="val and train acc vs step: median and band per arm")
     _common(s)
@@ -144,6 +147,18 @@ def _compute(args: argparse.Namespace):
 
         res = phase_diagrams(trials, arms=args.arms, pool=args.pool_arms,
                              rank_col=args.rank_col, d_col=args.d_col)
+        if args.cprank:
+            from analysis.cpcompare import cp_compare, load_cprank
+            from analysis.errors import AnalysisError
+            from analysis.tables import tables_of
+
+            groups = sorted(set(trials["group"].astype(str))) if "group" in trials else []
+            if len(groups) != 1:
+                raise AnalysisError(f"--cprank needs one group in the sweep, found {groups}; "
+                                    "select one with --where group=NAME")
+            cp = load_cprank(args.cprank)
+            cmps = [t for ph in res.diagrams for t in tables_of(cp_compare(ph, cp, groups[0]))]
+            return res, tables_of(res) + cmps
     elif a == "curves":
         from analysis.curves import curve_bands, default_metrics, select_curves
 

@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from analysis.cpcompare import CPComparison
 from analysis.curves import CurveSummary, is_accuracy
 from analysis.phase import PhaseDiagram, PhaseDiagrams
 from analysis.powerlaw import AlphaComparison, ScalingResult
@@ -259,6 +260,36 @@ def phase_tables(res: PhaseDiagrams | PhaseDiagram) -> list[Table]:
             thr]
 
 
+def cpcompare_tables(res: CPComparison) -> list[Table]:
+    """The capacity threshold beside the CP-rank bounds of the same group."""
+    n = res.order
+    rows = [
+        ("measured capacity threshold C* (R*d)", res.threshold,
+         f"95% [{fmt(res.threshold_ci[0])}, {fmt(res.threshold_ci[1])}]"),
+        ("smallest grokking R*d in the grid", res.min_capacity_grokked, ""),
+        ("smallest grokking R in the grid", res.min_rank_grokked, ""),
+        ("CP lower bound (Alder-Strassen 2|G|-k)", res.lower_bound, "over C"),
+        ("Wedderburn upper bound sum R(d_i)", res.wedderburn_bound, "over C"),
+        ("trivial upper bound |G|^2", res.trivial_bound, ""),
+    ]
+    rows += [(f"numerical ALS rank over {f}", r, "upper bound; NaN: none found")
+             for f, r in res.numerical]
+    rows += [
+        ("exact floor (2|G|-k)*|G| in R*d", res.exact_floor, f"needs R >= {res.lower_bound}, "
+         f"d >= |G| = {n}"),
+        ("Wedderburn capacity bound*|G| in R*d", res.wedderburn_capacity, "exact CP exists"),
+    ]
+    notes = (
+        res.verdict + ".",
+        "Exact CP bounds concern T_hat = T; grokking needs only the argmax of each logit fiber, "
+        "after a finite budget: C* depends on the sweep's steps/lr/wd, a CP bound on none "
+        "(docs/analysis.md, 'CP rank and the capacity threshold').",
+    )
+    return [Table(f"Capacity threshold vs CP rank of T_{res.group}", ("quantity", "value",
+                                                                      "note"),
+                  tuple(rows), notes)]
+
+
 def curve_tables(res: CurveSummary) -> list[Table]:
     """One row per (arm, metric): runs, last step, final median/IQR, first crossing step."""
     cols = ("arm", "metric", "runs", "last_step", "final_median", "final_q25", "final_q75",
@@ -277,6 +308,7 @@ TABLES = {
     SpeedupTable: speedup_tables,
     PhaseDiagram: phase_tables,
     PhaseDiagrams: phase_tables,
+    CPComparison: cpcompare_tables,
     CurveSummary: curve_tables,
 }
 

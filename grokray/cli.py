@@ -1,4 +1,4 @@
-"""The one `grokray` command: `run | sweep | status | groups | analyze | reproduce`.
+"""The one `grokray` command: `run | sweep | status | groups | cprank | analyze | reproduce`.
 
 Each subcommand lives in its own module exposing `add_parser(subparsers)` (which registers the
 subcommand and sets `func`) and a `main(args) -> int`. This file only wires them together, so
@@ -19,6 +19,7 @@ COMMANDS = {
     "sweep": "grokray.commands.sweep",
     "status": "grokray.commands.status",
     "groups": "grokray.commands.groups",
+    "cprank": "grokray.commands.cprank",
     "analyze": "analysis.cli",
     "reproduce": "grokray.commands.reproduce",
 }

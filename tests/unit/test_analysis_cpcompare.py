@@ -1,0 +1,53 @@
+"""The capacity threshold beside the CP bounds: read from cprank Parquet, compared in analysis."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from analysis.cpcompare import cp_compare, load_cprank
+from analysis.errors import AnalysisError
+from analysis.phase import phase_diagram
+from analysis.tables import tables_of
+from grokray.cli import main
+
+
+def _cp_row(tmp_path, best=58.0):
+    d = tmp_path / "cp" / "S4"
+    d.mkdir(parents=True)
+    pd.DataFrame([{
+        "group": "S4", "order": 24, "num_classes": 5, "irrep_degrees": "1,1,2,3,3",
+        "lower_bound": 43, "wedderburn_bound": 55, "trivial_bound": 576, "field": "C",
+        "tol": 1e-5, "best_rank": best,
+    }]).to_parquet(d / "cprank.parquet")
+    return tmp_path / "cp"
+
+
+def test_compare_below_exact_floor(tiny, tmp_path):
+    trials = pd.concat(tiny.capacity_frames(), ignore_index=True)
+    ph = phase_diagram(trials)
+    cmp = cp_compare(ph, load_cprank(str(_cp_row(tmp_path))), "S4")
+    assert cmp.exact_floor == 43 * 24 and cmp.wedderburn_capacity == 55 * 24
+    assert cmp.numerical == (("C", 58.0),)
+    # the fixture's threshold is about 100 << 1032: grokked models cannot be exact factorizations
+    assert cmp.threshold < cmp.exact_floor and "not exact CP" in cmp.verdict
+    t = tables_of(cmp)[0]
+    assert t.rows[4][1] == 55 and t.rows[3][1] == 43
+
+
+def test_missing_cprank_is_a_clear_error(tmp_path):
+    with pytest.raises(AnalysisError, match="grokray cprank"):
+        load_cprank(str(tmp_path))
+
+
+def test_cli_phase_with_cprank(tiny, tmp_path, capsys):
+    tiny.write_capacity(tmp_path / "cap")
+    rc = main(["analyze", "phase", str(tmp_path / "cap"), "--cprank", str(_cp_row(tmp_path)),
+               "--format", "json"])
+    assert rc == 0
+    tables = json.loads(capsys.readouterr().out)
+    assert tables[-1]["title"] == "Capacity threshold vs CP rank of T_S4"
+    vals = {r["quantity"]: r["value"] for r in tables[-1]["rows"]}
+    assert vals["Wedderburn upper bound sum R(d_i)"] == 55
