@@ -81,6 +81,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="also compare each arm's threshold with the CP-rank bounds `grokray "
                         "cprank GROUP --out DIR` wrote")
 
+    s = sub.add_parser("drift", help="invariant drift of learned Hamiltonian dynamics")
+    _common(s, plot=False)
+    s.add_argument("--baseline", default="mlp", help="baseline arm (default mlp)")
+
     s = sub.add_parser("curves", help="val and train acc vs step: median and band per arm")
     _common(s)
     s.add_argument("--metric", nargs="+", metavar="COL",
@@ -159,6 +163,10 @@ def _compute(args: argparse.Namespace):
             cp = load_cprank(args.cprank)
             cmps = [t for ph in res.diagrams for t in tables_of(cp_compare(ph, cp, groups[0]))]
             return res, tables_of(res) + cmps
+    elif a == "drift":
+        from analysis.drift import drift_table
+
+        res = drift_table(trials, baseline=args.baseline)
     elif a == "curves":
         from analysis.curves import curve_bands, default_metrics, select_curves
 
@@ -189,7 +197,7 @@ def main(args: argparse.Namespace) -> int:
 
     res, tables = _compute(args)
     sys.stdout.write(render(tables, args.format))
-    if args.plot:
+    if getattr(args, "plot", None):
         from analysis.plots import plot
 
         path = plot(res, args.plot)

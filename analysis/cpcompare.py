@@ -5,23 +5,25 @@ wrote to DIR/GROUP/cprank.parquet (bounds and the numerical search; read here, n
 recomputed, no training code imported).
 
 What is compared. FORGE's logits are logits[a, b, c] = <Unembed_c, W((U E_a) * (V E_b))>, a CP
-tensor of rank <= R whose three factor matrices (E U^T, E V^T, Unembed W) have rank <= d. An
-*exact* factorization of T_G needs
-  - R >= rank_CP(T_G) >= 2|G| - k (Alder-Strassen; over C, and a real model's rank is >= that), and
-  - d >= |G|, since every flattening of T_G has rank |G| (it is a permutation per slice),
-so its capacity R*d is at least (2|G| - k) * |G| ("exact floor"). The Wedderburn bound times |G|
-is a capacity at which an exact factorization is known to exist over C.
+tensor of rank <= R whose factor matrices have rank <= d. Two exactness levels:
+  - reproducing all of T_G as the logit tensor needs R >= rank_CP(T_G) >= 2|G| - k
+    (Alder-Strassen, over C; a real model's rank is >= that) and d >= |G| (each flattening of
+    T_G has rank |G|): R*d >= (2|G| - k)|G|, the "T_G floor" (S4: 43 * 24 = 1032);
+  - an exact product in the embedding space, mu(E_a, E_b) = E_ab, decoded by the nearest
+    embedding (FORGE's tied_dist), needs only a faithful real Wedderburn sum of R[G]: d >= its
+    dimension and R >= its real rank (`grokray.cprank.faithful`); the cheapest known one gives the
+    "faithful capacity" (S4: M_3(R), rank <= 23, dimension 9: 207).
 
-What it can mean: when the measured threshold C* (or the smallest grokking R) lies below the
-exact floor, the grokked models are *not* exact CP factorizations of T_G: they only need the
-argmax of each logit fiber right, a much weaker condition than T_hat = T. When C* lies above it,
-the data are consistent with an exact factorization but do not show one.
+What it can mean: C* below the T_G floor says the grokked models do not reproduce T_G as logits.
+C* near the faithful capacity is consistent with FORGE learning the multiplication of the smallest
+faithful component; C* below it would need a bilinear scheme cheaper than the known upper bound
+(the rank of 3 x 3 matrix multiplication is only known to lie in [19, 23]) or an inexact one.
 
-What it cannot mean: the CP bounds are about exact (or border) rank of a 0/1 tensor; grokking is
-about held-out argmax accuracy under training dynamics and a finite step budget. C* depends on
-the steps, lr, weight decay and train fraction of the sweep; a CP bound depends on none. The
-Wedderburn bound is an upper bound (the true rank of T_S4 may be below 55); the numerical ALS rank
-is an upper bound too (a local search that failed proves nothing).
+What it cannot mean: the bounds are about exact rank; grokking is about held-out argmax accuracy
+under training dynamics and a finite budget, so C* moves with the sweep's steps, lr, weight decay
+and train fraction, which no CP bound depends on. The capacity sweep varies R*d as a product,
+while the bounds constrain R and d separately. Upper bounds (Wedderburn, faithful, ALS) can be
+beaten; only the Alder-Strassen and flattening bounds are lower bounds.
 """
 
 from __future__ import annotations
@@ -60,7 +62,11 @@ class CPComparison:
     numerical: tuple[tuple[str, float], ...]
     """(field, smallest ALS rank below its tolerance; NaN when none)."""
     exact_floor: int
-    """(2|G| - k) * |G|: the least R*d of an exact factorization through width d."""
+    """(2|G| - k) * |G|: the least R*d that reproduces all of T_G as logits."""
+    faithful: str
+    """The cheapest faithful real Wedderburn sum ("" when the rows lack it)."""
+    faithful_capacity: float
+    """Its real rank bound * dimension: R*d of a known exact embedding-space product."""
     wedderburn_capacity: int
     """wedderburn_bound * |G|: a capacity where an exact factorization exists over C."""
     verdict: str
@@ -104,20 +110,29 @@ def cp_compare(phase: PhaseDiagram, cp: pd.DataFrame, group: str) -> CPCompariso
         for _, r in rows.iterrows()
     )
     floor = lo * n
+    fcap = (float(r0["faithful_capacity"]) if "faithful_capacity" in rows
+            and pd.notna(r0["faithful_capacity"]) else float("nan"))
+    fname = str(r0["faithful_components"]) if "faithful_components" in rows \
+        and pd.notna(r0["faithful_components"]) else ""
     c = phase.threshold
-    if np.isnan(c) and np.isnan(min_c):
+    ref = c if not np.isnan(c) else min_c
+    if np.isnan(ref):
         verdict = "no run grokked: nothing to compare"
-    elif (not np.isnan(c) and c < floor) or min_c < floor:
-        verdict = (f"grokking at R*d below the exact floor {floor} (= (2|G|-k)|G|): those models "
-                   f"are not exact CP factorizations of T_{r0['group']}; argmax suffices")
     else:
-        verdict = (f"threshold at or above the exact floor {floor}: consistent with an exact "
-                   f"factorization, which these data do not show")
+        parts = []
+        if ref < floor:
+            parts.append(f"below the T_G floor {floor}: the grokked models do not reproduce "
+                         f"T_{r0['group']} as logits")
+        if not np.isnan(fcap):
+            rel = "below" if ref < fcap else "at or above"
+            parts.append(f"{rel} the faithful capacity {fcap:g} ({fname})")
+        verdict = f"C* = {ref:g} is " + "; ".join(parts) if parts else f"C* = {ref:g}"
     if not np.isnan(min_r) and min_r < lo:
-        verdict += f"; smallest grokking R = {min_r:g} < lower bound {lo}"
+        verdict += f"; smallest grokking R = {min_r:g} < T_G lower bound {lo}"
     return CPComparison(
         group=str(r0["group"]), order=n, threshold=c, threshold_ci=phase.threshold_ci,
         min_rank_grokked=min_r, min_capacity_grokked=min_c, lower_bound=lo,
         wedderburn_bound=wb, trivial_bound=int(r0["trivial_bound"]), numerical=numerical,
-        exact_floor=floor, wedderburn_capacity=wb * n, verdict=verdict,
+        exact_floor=floor, faithful=fname, faithful_capacity=fcap,
+        wedderburn_capacity=wb * n, verdict=verdict,
     )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from analysis.cpcompare import CPComparison
 from analysis.curves import CurveSummary, is_accuracy
+from analysis.drift import DriftTable
 from analysis.phase import PhaseDiagram, PhaseDiagrams
 from analysis.powerlaw import AlphaComparison, ScalingResult
 from analysis.signtest import SignTestResult
@@ -275,9 +276,11 @@ def cpcompare_tables(res: CPComparison) -> list[Table]:
     rows += [(f"numerical ALS rank over {f}", r, "upper bound; NaN: none found")
              for f, r in res.numerical]
     rows += [
-        ("exact floor (2|G|-k)*|G| in R*d", res.exact_floor, f"needs R >= {res.lower_bound}, "
-         f"d >= |G| = {n}"),
+        ("T_G floor (2|G|-k)*|G| in R*d", res.exact_floor, f"logits = T_G needs R >= "
+         f"{res.lower_bound}, d >= |G| = {n}"),
         ("Wedderburn capacity bound*|G| in R*d", res.wedderburn_capacity, "exact CP exists"),
+        ("faithful capacity rank*dim in R*d", res.faithful_capacity,
+         f"exact product on {res.faithful or '?'} (upper bound on what suffices)"),
     ]
     notes = (
         res.verdict + ".",
@@ -288,6 +291,17 @@ def cpcompare_tables(res: CPComparison) -> list[Table]:
     return [Table(f"Capacity threshold vs CP rank of T_{res.group}", ("quantity", "value",
                                                                       "note"),
                   tuple(rows), notes)]
+
+
+def drift_tables(res: DriftTable) -> list[Table]:
+    """Median invariant drift per system and arm, and the ratio to the baseline arm."""
+    cols = ("system", "invariant", "arm", "seeds", "median_drift", "min", "max", "blowups",
+            "leapfrog_drift", f"ratio_{res.baseline}/arm")
+    rows = tuple((c.system, c.invariant, c.arm, c.n, c.median, c.lo, c.hi, c.blowups,
+                  c.reference, c.ratio) for c in res.cells)
+    note = ("drift = mean over held-out orbits of max_t |I(x_t) - I(x_0)| / |I(x_0)|; ratio > 1: "
+            "the arm drifts less than the baseline; inf drift = a rollout blew up.",)
+    return [Table("Invariant drift of learned Hamiltonian dynamics", cols, rows, note)]
 
 
 def curve_tables(res: CurveSummary) -> list[Table]:
@@ -309,6 +323,7 @@ TABLES = {
     PhaseDiagram: phase_tables,
     PhaseDiagrams: phase_tables,
     CPComparison: cpcompare_tables,
+    DriftTable: drift_tables,
     CurveSummary: curve_tables,
 }
 

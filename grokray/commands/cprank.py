@@ -61,6 +61,7 @@ def _check(args: argparse.Namespace) -> None:
 def main(args: argparse.Namespace) -> int:
     _check(args)
     from grokray.cprank.bounds import bounds, matmul_rank
+    from grokray.cprank.faithful import smallest_faithful
     from grokray.cprank.search import SearchResult, mult_tensor, search
     from grokray.cprank.store import save
     from grokray.groups import get_group
@@ -72,6 +73,7 @@ def main(args: argparse.Namespace) -> int:
             f"order {G.order}"
         )
     info = {"group": G.name, **bounds(G.order, list(G.irrep_degrees))}
+    info["faithful"] = smallest_faithful(G)
     degrees = sorted(set(info["irrep_degrees"]) | set(range(1, 7)))
     info["matmul_ranks"] = [
         {"d": m.d, "rank": m.rank, "exact": m.exact, "source": m.source, "field": m.field}
@@ -137,6 +139,12 @@ def _print(info: dict) -> None:
               f"sum_i R(d_i) = {terms}")
     t.add_row("Alder-Strassen (lower)", str(info["lower_bound"]), f"2|G| - k = 2*{n} - {k}")
     con.print(t)
+    f = info["faithful"]
+    if f is not None:
+        con.print(f"smallest faithful real Wedderburn sum: {' + '.join(f['components'])}, "
+                  f"dimension {f['dim']}, real rank <= {f['rank']}: an exact FORGE product on "
+                  f"it needs d >= {f['dim']} and R >= its rank; R = {f['rank']}, d = {f['dim']} "
+                  f"(R*d = {f['capacity']}) suffices")
     m = Table(title="best known rank R(d) of d x d matrix multiplication")
     for c in ("d", "R(d)", "exact", "field", "source"):
         m.add_column(c, justify="right" if c in ("d", "R(d)") else "left")

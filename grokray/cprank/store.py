@@ -22,6 +22,7 @@ CPRANK_COLUMNS = (
     "group", "order", "num_classes", "irrep_degrees", "lower_bound", "wedderburn_bound",
     "trivial_bound", "field", "tol", "best_rank", "best_seed", "attempts", "restarts", "iters",
     "time_limit_s", "seconds", "stopped", "decomposition", "grokray_version",
+    "faithful_components", "faithful_dim", "faithful_rank", "faithful_capacity",
 )
 
 
@@ -62,9 +63,16 @@ def save(out: str, info: dict, result, table: np.ndarray, settings: dict) -> dic
         "seconds": result.seconds, "stopped": result.stopped,
         "decomposition": os.path.basename(npz), "grokray_version": __version__,
     }
+    f = info.get("faithful")
+    row.update({
+        "faithful_components": " + ".join(f["components"]) if f else None,
+        "faithful_dim": f["dim"] if f else None, "faithful_rank": f["rank"] if f else None,
+        "faithful_capacity": f["capacity"] if f else None,
+    })
     rows = pd.DataFrame([row], columns=list(CPRANK_COLUMNS))
     rows["best_rank"] = rows["best_rank"].astype("Int64")
-    rows["best_seed"] = rows["best_seed"].astype("Int64")
+    for c in ("best_seed", "faithful_dim", "faithful_rank", "faithful_capacity"):
+        rows[c] = rows[c].astype("Int64")
     main = os.path.join(d, "cprank.parquet")
     if os.path.exists(main):  # keep the other field's row
         old = pd.read_parquet(main)

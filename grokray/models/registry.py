@@ -25,6 +25,7 @@ BUILTIN: dict[str, str] = {
     "forge": "grokray.models.forge",
     "transformer": "grokray.models.transformer",
     "rfm": "grokray.models.rfm",
+    "hamiltonian": "grokray.models.hamiltonian",
 }
 """arch name -> module that defines `FAMILY` (one line per built-in family)"""
 

@@ -20,7 +20,8 @@ def _cp_row(tmp_path, best=58.0):
     pd.DataFrame([{
         "group": "S4", "order": 24, "num_classes": 5, "irrep_degrees": "1,1,2,3,3",
         "lower_bound": 43, "wedderburn_bound": 55, "trivial_bound": 576, "field": "C",
-        "tol": 1e-5, "best_rank": best,
+        "tol": 1e-5, "best_rank": best, "faithful_components": "M_3(R)",
+        "faithful_capacity": 207,
     }]).to_parquet(d / "cprank.parquet")
     return tmp_path / "cp"
 
@@ -31,10 +32,11 @@ def test_compare_below_exact_floor(tiny, tmp_path):
     cmp = cp_compare(ph, load_cprank(str(_cp_row(tmp_path))), "S4")
     assert cmp.exact_floor == 43 * 24 and cmp.wedderburn_capacity == 55 * 24
     assert cmp.numerical == (("C", 58.0),)
-    # the fixture's threshold is about 100 << 1032: grokked models cannot be exact factorizations
-    assert cmp.threshold < cmp.exact_floor and "not exact CP" in cmp.verdict
+    # the fixture's threshold is about 100: below the T_G floor 1032 and the faithful 207
+    assert cmp.threshold < cmp.exact_floor and "do not reproduce T_S4" in cmp.verdict
+    assert cmp.faithful == "M_3(R)" and "below the faithful capacity 207" in cmp.verdict
     t = tables_of(cmp)[0]
-    assert t.rows[4][1] == 55 and t.rows[3][1] == 43
+    assert t.rows[4][1] == 55 and t.rows[3][1] == 43 and t.rows[-1][1] == 207
 
 
 def test_missing_cprank_is_a_clear_error(tmp_path):

@@ -77,3 +77,15 @@ def test_real_rank_of_z3_is_4():
     cplx = search(T, 3, floor=3, restarts=3, field="C", tol=1e-6, time_limit=120)
     assert cplx.best_rank == 3
     assert np.abs(reconstruct(*cplx.factors) - T).max() < 1e-6
+
+
+@pytest.mark.parametrize("name, parts, dim, rank", [
+    ("S3", ["M_2(R)"], 4, 7), ("Q8", ["M_1(H)"], 4, 8), ("Z2xZ4", ["M_1(R)", "M_1(C)"], 3, 4),
+    ("S4", ["M_3(R)"], 9, 23), ("F21", ["M_3(C)"], 18, 69), ("Z5", ["M_1(C)"], 2, 3),
+])
+def test_smallest_faithful_real_component(name, parts, dim, rank):
+    from grokray.cprank.faithful import smallest_faithful
+
+    f = smallest_faithful(get_group(name))
+    assert f["components"] == parts and f["dim"] == dim and f["rank"] == rank
+    assert f["capacity"] == dim * rank
