@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import pandas as pd
 import pytest
 
 from analysis import ledger as L
@@ -145,3 +146,21 @@ def test_topology_and_rfm_rows_use_kaplan_meier(tmp_path, tiny):
     r = L.rfm_iters("add")(R)
     k = km(R)
     assert (r.value, r.ci) == (k.median, (k.lo, k.hi))
+
+
+def test_hamiltonian_drift_claim_verdicts():
+    def frame(mlp, alg):
+        rows = [{"hamiltonian_system": "kepler", "arm": a, "status": "not_grokked", "seed": i,
+                 "metric_drift_energy": v}
+                for a, vals in (("mlp", mlp), ("dad+algebra", alg)) for i, v in enumerate(vals)]
+        return pd.DataFrame(rows)
+
+    m = L.hamiltonian_drift("kepler")
+    good = m(frame([0.5, 0.6, 0.4], [0.01, 0.02, 0.015]))
+    assert good.value == pytest.approx(0.5 / 0.015) and good.verdict == L.REPRODUCED
+    assert good.ci[0] <= good.value <= good.ci[1]
+    worse = m(frame([0.5, 0.6, 0.4], [0.7, 0.8, 0.9]))
+    assert worse.verdict == L.OPPOSITE
+    failures = m(frame([4000.0, 5000.0, 3000.0], [190.0, 200.0, 210.0]))
+    assert failures.value == pytest.approx(20.0) and failures.verdict == L.SAME_DIRECTION
+    assert "neither conserves" in failures.detail
