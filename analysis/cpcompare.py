@@ -121,12 +121,12 @@ def cp_compare(phase: PhaseDiagram, cp: pd.DataFrame, group: str) -> CPCompariso
     else:
         parts = []
         if ref < floor:
-            parts.append(f"below the T_G floor {floor}: the grokked models do not reproduce "
+            parts.append(f"below the T_G floor {floor:g}: the grokked models do not reproduce "
                          f"T_{r0['group']} as logits")
         if not np.isnan(fcap):
             rel = "below" if ref < fcap else "at or above"
             parts.append(f"{rel} the faithful capacity {fcap:g} ({fname})")
-        verdict = f"C* = {ref:g} is " + "; ".join(parts) if parts else f"C* = {ref:g}"
+        verdict = f"C* = {ref:.4g} is " + "; ".join(parts) if parts else f"C* = {ref:.4g}"
     if not np.isnan(min_r) and min_r < lo:
         verdict += f"; smallest grokking R = {min_r:g} < T_G lower bound {lo}"
     return CPComparison(

@@ -269,24 +269,24 @@ def cpcompare_tables(res: CPComparison) -> list[Table]:
          f"95% [{fmt(res.threshold_ci[0])}, {fmt(res.threshold_ci[1])}]"),
         ("smallest grokking R*d in the grid", res.min_capacity_grokked, ""),
         ("smallest grokking R in the grid", res.min_rank_grokked, ""),
-        ("CP lower bound (Alder-Strassen 2|G|-k)", res.lower_bound, "over C"),
+        ("CP lower bound (Alder-Strassen 2n-k)", res.lower_bound, "over C"),
         ("Wedderburn upper bound sum R(d_i)", res.wedderburn_bound, "over C"),
-        ("trivial upper bound |G|^2", res.trivial_bound, ""),
+        ("trivial upper bound n^2", res.trivial_bound, ""),
     ]
     rows += [(f"numerical ALS rank over {f}", r, "upper bound; NaN: none found")
              for f, r in res.numerical]
     rows += [
-        ("T_G floor (2|G|-k)*|G| in R*d", res.exact_floor, f"logits = T_G needs R >= "
-         f"{res.lower_bound}, d >= |G| = {n}"),
-        ("Wedderburn capacity bound*|G| in R*d", res.wedderburn_capacity, "exact CP exists"),
+        ("T_G floor (2n-k)*n in R*d", res.exact_floor, f"logits = T_G needs R >= "
+         f"{res.lower_bound}, d >= n = {n}"),
+        ("Wedderburn capacity bound*n in R*d", res.wedderburn_capacity, "exact CP exists"),
         ("faithful capacity rank*dim in R*d", res.faithful_capacity,
          f"exact product on {res.faithful or '?'} (upper bound on what suffices)"),
     ]
     notes = (
         res.verdict + ".",
-        "Exact CP bounds concern T_hat = T; grokking needs only the argmax of each logit fiber, "
-        "after a finite budget: C* depends on the sweep's steps/lr/wd, a CP bound on none "
-        "(docs/analysis.md, 'CP rank and the capacity threshold').",
+        "n = |G|, k = number of irreps. Exact bounds concern exact products; grokking needs "
+        "held-out argmax accuracy within a finite budget: C* depends on the sweep's steps/lr/wd, "
+        "a bound on none (docs/cprank.md, 'Link to the capacity-lift sweep').",
     )
     return [Table(f"Capacity threshold vs CP rank of T_{res.group}", ("quantity", "value",
                                                                       "note"),
