@@ -48,6 +48,8 @@ class CPComparison:
 
     group: str
     order: int
+    arm: str
+    """The arm of the phase diagram ("all" when pooled or single)."""
     threshold: float
     """Measured capacity threshold C* = R*d (NaN when all runs agree)."""
     threshold_ci: tuple[float, float]
@@ -130,7 +132,8 @@ def cp_compare(phase: PhaseDiagram, cp: pd.DataFrame, group: str) -> CPCompariso
     if not np.isnan(min_r) and min_r < lo:
         verdict += f"; smallest grokking R = {min_r:g} < T_G lower bound {lo}"
     return CPComparison(
-        group=str(r0["group"]), order=n, threshold=c, threshold_ci=phase.threshold_ci,
+        group=str(r0["group"]), order=n, arm=str(getattr(phase, "arm", "all")), threshold=c,
+        threshold_ci=phase.threshold_ci,
         min_rank_grokked=min_r, min_capacity_grokked=min_c, lower_bound=lo,
         wedderburn_bound=wb, trivial_bound=int(r0["trivial_bound"]), numerical=numerical,
         exact_floor=floor, faithful=fname, faithful_capacity=fcap,

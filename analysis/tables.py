@@ -288,7 +288,8 @@ def cpcompare_tables(res: CPComparison) -> list[Table]:
         "held-out argmax accuracy within a finite budget: C* depends on the sweep's steps/lr/wd, "
         "a bound on none (docs/cprank.md, 'Link to the capacity-lift sweep').",
     )
-    return [Table(f"Capacity threshold vs CP rank of T_{res.group}", ("quantity", "value",
+    arm = "" if res.arm == "all" else f" ({res.arm})"
+    return [Table(f"Capacity threshold vs CP rank of T_{res.group}{arm}", ("quantity", "value",
                                                                       "note"),
                   tuple(rows), notes)]
 

@@ -50,6 +50,6 @@ def test_cli_phase_with_cprank(tiny, tmp_path, capsys):
                "--format", "json"])
     assert rc == 0
     tables = json.loads(capsys.readouterr().out)
-    assert tables[-1]["title"] == "Capacity threshold vs CP rank of T_S4"
+    assert tables[-1]["title"] == "Capacity threshold vs CP rank of T_S4 (forge)"
     vals = {r["quantity"]: r["value"] for r in tables[-1]["rows"]}
     assert vals["Wedderburn upper bound sum R(d_i)"] == 55
