@@ -10,6 +10,9 @@
 #   scripts/loopback_cluster.sh sshd-stop    # kill that namespace: every process that came in
 #                                            #   over SSH (the cluster's Rays too) ends with it
 #   scripts/loopback_cluster.sh check        # exit 0 when key login to 127.0.0.1 works
+#   scripts/loopback_cluster.sh wait-nodes N # until N Ray nodes are alive (after `ray up`; asks
+#                                            #   the dashboard at $RAY_DASHBOARD, default
+#                                            #   http://127.0.0.1:8265; at most 5 minutes)
 #
 # Why a PID namespace: `ray down` runs `ray stop` on the head, and `ray stop` kills every Ray
 # process it can see. Inside the namespace it sees only the cluster's own processes, never an
@@ -116,10 +119,25 @@ check() {
         || die "no key login to $(id -un)@127.0.0.1 (is sshd running? '$0 sshd-start')"
 }
 
+wait_nodes() {
+    local want="${1:?wait-nodes N}" url="${RAY_DASHBOARD:-http://127.0.0.1:8265}" n=0
+    local deadline=$((SECONDS + 300))
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        n="$(RAY_AUTH_MODE="${RAY_AUTH_MODE:-token}" ray list nodes --address "$url" \
+                 --filter state=ALIVE --format json 2>/dev/null \
+             | python -c 'import json, sys; print(len(json.load(sys.stdin)))' 2>/dev/null \
+             || echo 0)"
+        if [ "$n" -ge "$want" ]; then echo "$n Ray nodes alive"; return 0; fi
+        sleep 3
+    done
+    die "only $n of $want Ray nodes alive after 5 minutes (autoscaler: monitor.* in the head's logs)"
+}
+
 case "${1:-}" in
     prepare) prepare ;;
     sshd-start) sshd_start ;;
     sshd-stop) sshd_stop ;;
     check) check ;;
-    *) die "usage: $0 prepare | sshd-start | sshd-stop | check" ;;
+    wait-nodes) wait_nodes "${2:-}" ;;
+    *) die "usage: $0 prepare | sshd-start | sshd-stop | check | wait-nodes N" ;;
 esac

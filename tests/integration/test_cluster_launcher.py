@@ -139,8 +139,15 @@ def test_ray_up_job_submit_status_down():
         lap("worker joined")
 
         # 2. the sweep as a Ray job; the driver on the head, trials on both nodes
+        # sweeps/smoke.yaml with 3x the steps: its trials (2-8 s each) can all finish on the
+        # head before the worker's first trial actor is up (the job's code reaches the worker,
+        # then torch is imported); with longer trials the worker takes some of them.
+        spec = base / "smoke.yaml"
+        smoke = (ROOT / "sweeps" / "smoke.yaml").read_text()
+        assert "\nsteps: 1000\n" in smoke
+        spec.write_text(smoke.replace("\nsteps: 1000\n", "\nsteps: 3000\n"))
         job = _run([BIN / "ray", "job", "submit", "--address", DASHBOARD,
-                    "--working-dir", ROOT, "--", "grokray", "sweep", "sweeps/smoke.yaml",
+                    "--working-dir", ROOT, "--", "grokray", "sweep", spec,
                     "--address", "auto", "--out", out, "--plain"], env, 600)
         assert "succeeded" in job.stdout + job.stderr
         lap("job")
@@ -157,6 +164,7 @@ def test_ray_up_job_submit_status_down():
         (state,) = glob.glob(str(out / "smoke" / "_ray" / "*" / "experiment_state-*.json"))
         trial_data = json.loads(Path(state).read_text())["trial_data"]
         ran_on = [json.loads(runtime)["last_result"]["node_ip"] for _, runtime in trial_data]
+        print("trials per node: " + ", ".join(f"{ip} {ran_on.count(ip)}" for ip in nodes))
         assert len(ran_on) == 6 and set(ran_on) == set(nodes), ran_on
 
         # 4. grokray status on that directory
