@@ -11,6 +11,7 @@ nothing running. The config is the shipped file with only its CHANGE-marked sett
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -139,15 +140,8 @@ def test_ray_up_job_submit_status_down():
         lap("worker joined")
 
         # 2. the sweep as a Ray job; the driver on the head, trials on both nodes
-        # sweeps/smoke.yaml with 3x the steps: its trials (2-8 s each) can all finish on the
-        # head before the worker's first trial actor is up (the job's code reaches the worker,
-        # then torch is imported); with longer trials the worker takes some of them.
-        spec = base / "smoke.yaml"
-        smoke = (ROOT / "sweeps" / "smoke.yaml").read_text()
-        assert "\nsteps: 1000\n" in smoke
-        spec.write_text(smoke.replace("\nsteps: 1000\n", "\nsteps: 3000\n"))
         job = _run([BIN / "ray", "job", "submit", "--address", DASHBOARD,
-                    "--working-dir", ROOT, "--", "grokray", "sweep", spec,
+                    "--working-dir", ROOT, "--", "grokray", "sweep", "sweeps/smoke.yaml",
                     "--address", "auto", "--out", out, "--plain"], env, 600)
         assert "succeeded" in job.stdout + job.stderr
         lap("job")
@@ -164,8 +158,21 @@ def test_ray_up_job_submit_status_down():
         (state,) = glob.glob(str(out / "smoke" / "_ray" / "*" / "experiment_state-*.json"))
         trial_data = json.loads(Path(state).read_text())["trial_data"]
         ran_on = [json.loads(runtime)["last_result"]["node_ip"] for _, runtime in trial_data]
-        print("trials per node: " + ", ".join(f"{ip} {ran_on.count(ip)}" for ip in nodes))
-        assert len(ran_on) == 6 and set(ran_on) == set(nodes), ran_on
+        assert len(ran_on) == 6 and set(ran_on) <= set(nodes), ran_on
+        # Both nodes took part: the job placed trial actors on the head and on the worker. Which
+        # node finishes which trial is up to Ray Tune: it reuses a free actor for the next trial
+        # and cancels one still starting, so with 2-8 s trials the head's actor often runs all
+        # six before the worker's (the job's code shipped there, torch imported) is up.
+        actors = json.loads(_run([BIN / "ray", "list", "actors", "--address", DASHBOARD,
+                                  "--filter", "class_name=ImplicitFunc", "--format", "json",
+                                  "--detail", "--limit", "10000"], env, 60).stdout)
+        ids = {n["node_id"]: n["node_ip"] for n in json.loads(_run(
+            [BIN / "ray", "list", "nodes", "--address", DASHBOARD, "--format", "json"],
+            env, 60).stdout)}
+        hosts = {ids[a["node_id"]] for a in actors}
+        print(f"trial actors on {sorted(hosts)}; trials per node: "
+              + ", ".join(f"{ip} {ran_on.count(ip)}" for ip in nodes))
+        assert hosts == set(nodes), hosts
 
         # 4. grokray status on that directory
         status = _run([BIN / "grokray", "status", out / "smoke"], env | {"PYTHONPATH": str(ROOT)},
@@ -182,7 +189,12 @@ def test_ray_up_job_submit_status_down():
             while (left := _processes_under(str(base))) and time.monotonic() < deadline:
                 time.sleep(1)
         shutil.rmtree(base, ignore_errors=True)
-        for f in glob.glob(f"/tmp/ray/cluster-grokray-test-{os.getpid()}.*"):
+        name = f"grokray-test-{os.getpid()}"
+        for f in glob.glob(f"/tmp/ray/cluster-{name}.*"):
             os.remove(f)  # the launcher's state and lock files of this test's cluster
+        for f in glob.glob("/tmp/ray-config-*"):  # and its cached copies of the config
+            with contextlib.suppress(OSError):
+                if f'"cluster_name": "{name}"' in Path(f).read_text(errors="replace"):
+                    os.remove(f)
     print("step seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in took.items()))
     assert not left, left  # nothing of this cluster is left running
