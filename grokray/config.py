@@ -254,15 +254,17 @@ class TrialConfig:
 
     def canonical(self) -> dict[str, Any]:
         """The effective config: the common fields without the non-identity ones (seeds,
-        label) and only the sections its family reads (`Family.reads`: an MLP's identity does
-        not see forge.* or rfm.*). Group and op are already canonical (`S4`, `add`)."""
-        reads = set(registry.get_family(self.arch).reads(self))
-        d = self.to_dict()
-        for k in NON_IDENTITY:
-            d.pop(k, None)
-        for k in SECTIONS:
-            if k not in reads:
-                d.pop(k, None)
+        label) and only the sections and fields its family reads (`Family.reads`: an MLP's
+        identity does not see forge.*, rfm.* or model.rank). Group and op are already
+        canonical (`S4`, `add`)."""
+        full = self.to_dict()
+        d = {k: v for k, v in full.items() if k not in SECTIONS and k not in NON_IDENTITY}
+        for entry in registry.get_family(self.arch).reads(self):
+            section, _, name = entry.partition(".")
+            if name:
+                d.setdefault(section, {})[name] = full[section][name]
+            else:
+                d[section] = full[section]
         return d
 
     def canonical_json(self) -> str:

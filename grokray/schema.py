@@ -1,4 +1,4 @@
-"""The Parquet schema (version 2): the contract between `grokray` and `analysis`.
+"""The Parquet schema (version 3): the contract between `grokray` and `analysis`.
 
 Dependency-free on purpose (no torch, no ray at import): `analysis/` imports the column lists
 from here. `trial_frame` and `curve_frame` turn a `TrialResult` into the two tables; the store
@@ -20,10 +20,11 @@ import pandas as pd
 if TYPE_CHECKING:  # pragma: no cover
     from grokray.result import TrialResult
 
-SCHEMA_VERSION = 2
-"""2: config_hash and config_json cover the effective config (canonical group/op names, only
-the sections the arch reads); 1: every section, names as written. Readers accept both; the
-sweep store gives v1 rows their v2 identity from config_json (docs/sweeps.md)."""
+SCHEMA_VERSION = 3
+"""3: config_hash and config_json cover the effective config (canonical group/op names, only
+the sections and fields the arch reads); 2: the same, by whole sections (the shared `model`
+section entire); 1: every section, names as written. Readers accept all; the sweep store gives
+older rows their current identity from config_json (docs/sweeps.md)."""
 
 STATUSES = ("grokked", "not_grokked", "diverged", "failed")
 """a seed's outcome (the `status` column)"""

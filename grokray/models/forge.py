@@ -402,4 +402,6 @@ def _sqnorm(v: torch.Tensor) -> torch.Tensor:
     return v.square().sum(-1).mean(-1)
 
 
-FAMILY = Family("forge", model=Forge, train=train, section="forge", config=ForgeConfig)
+FAMILY = Family("forge", model=Forge, train=train, section="forge", config=ForgeConfig,
+                shared=("model.d", "model.rank", "model.init_scale", "optim", "grokfast",
+                        "metrics"))

@@ -134,7 +134,9 @@ class MLP(NoAux):
 
 
 def _reads(cfg: TrialConfig) -> tuple[str, ...]:
-    return ("forge",) if cfg.model.matched_budget else ()
+    return ("model.rank", "forge") if cfg.model.matched_budget else ()
 
 
-FAMILY = Family("mlp", model=MLP, train=train, extra=_reads)
+FAMILY = Family("mlp", model=MLP, train=train, extra=_reads,
+                shared=("model.d", "model.hidden", "model.act", "model.matched_budget",
+                        "model.init_scale", "optim", "grokfast", "metrics"))

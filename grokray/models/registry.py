@@ -30,7 +30,8 @@ BUILTIN: dict[str, str] = {
 """arch name -> module that defines `FAMILY` (one line per built-in family)"""
 
 SHARED = ("model", "optim", "grokfast", "metrics")
-"""the shared config sections (declared in grokray.config); a family names those it reads"""
+"""the shared config sections (declared in grokray.config); a family names those it reads,
+whole (`optim`) or field by field (`model.d`)"""
 
 
 @dataclass(frozen=True)
@@ -49,13 +50,14 @@ class Family:
     config: type | None = None
     """the dataclass of that section (a docstring per field; choices/bounds as field metadata)"""
     shared: tuple[str, ...] = SHARED
-    """the shared sections its trials read"""
+    """the shared sections (`optim`) or fields (`model.d`) its trials read"""
     extra: Callable[[Any], tuple[str, ...]] | None = None
-    """further sections a config of this family reads, by config (e.g. the MLP's matched
-    budget reads `forge`); None: none"""
+    """further sections or fields a config of this family reads, by config (e.g. the MLP's
+    matched budget reads `model.rank` and `forge`); None: none"""
 
     def reads(self, cfg: Any) -> tuple[str, ...]:
-        """Every section a trial of this family reads (its identity covers exactly these)."""
+        """Every section or `section.field` a trial of this family reads (its identity covers
+        exactly these)."""
         own = (self.section,) if self.section else ()
         more = self.extra(cfg) if self.extra is not None else ()
         return tuple(dict.fromkeys((*self.shared, *own, *more)))

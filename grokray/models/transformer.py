@@ -376,4 +376,5 @@ class Transformer(NoAux):
 
 
 FAMILY = Family("transformer", model=Transformer, train=train, section="transformer",
-                config=TransformerConfig)
+                config=TransformerConfig,
+                shared=("model.init_scale", "optim", "grokfast", "metrics"))

@@ -243,7 +243,7 @@ class Manifest:
     @classmethod
     def load(cls, out_dir: str | os.PathLike) -> Manifest:
         """Read the identity columns of every trials file in `out_dir` (SchemaError naming
-        every damaged file and how to repair it; v1 rows: their v2 identity,
+        every damaged file and how to repair it; v1 and v2 rows: their current identity,
         `current_identity`)."""
         t = files.read_dir(os.fspath(out_dir), TRIALS,
                            columns=[*ID_COLUMNS, "schema_version", CONFIG_JSON],
@@ -312,10 +312,10 @@ def repair(out_dir: str | os.PathLike) -> dict[str, int]:
 
 
 def current_identity(df: pd.DataFrame) -> list[str]:
-    """The config_hash of each row under the current schema: as stored for v2 rows; for v1
-    rows recomputed from their stored config (config_json holds every v1 section, so the
-    effective config is rebuilt exactly). A v1 dir is read, resumed and repaired in place:
-    no v1 file is rewritten and no finished v1 row runs again."""
+    """The config_hash of each row under the current schema: as stored for current rows; for
+    older rows (v1, v2) recomputed from their stored config (config_json holds every section
+    the identity can read, so the effective config is rebuilt exactly). An old dir is read,
+    resumed and repaired in place: no old file is rewritten and no finished row runs again."""
     from grokray.config import TrialConfig
 
     out, cache = [], {}

@@ -46,7 +46,7 @@ def test_hash_excludes_seeds_and_normalizes_numbers():
     b = TrialConfig.from_dict({"group": "S3", "optim": {"lr": "1e-3"}, "seeds": [5, 6]})
     assert a.config_hash() == b.config_hash()
     assert len(a.config_hash()) == 16
-    c = a.with_overrides({"model.rank": 8})
+    c = a.with_overrides({"model.hidden": 8})  # a field the MLP reads
     assert c.config_hash() != a.config_hash()
     assert a.with_overrides({"device": "cpu"}).config_hash() != a.config_hash()
     assert a.with_overrides({"label": "x"}).config_hash() == a.config_hash()

@@ -7,7 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from grokray.config import TrialConfig
+from grokray.config import ModelConfig, OptimConfig, TrialConfig
+from grokray.models.forge import ForgeConfig
 from grokray.schema import SCHEMA_VERSION
 
 V1_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "v1_dir"
@@ -24,9 +25,12 @@ def _h(d):
      {"group": "c5", "op": "ADD"}],
     [{"group": "Z2xZ4"}, {"group": "z2xz4"}, {"group": "C2xC4"}],
     [{"group": "Dic3"}, {"group": "dic3"}],
-    # defaults given or omitted, numbers however written
-    [{"arch": "forge"}, {"arch": "forge", "model.rank": 256, "forge.lambda_alg": "0.03"},
-     {"arch": "forge", "optim": {"lr": "1e-3", "weight_decay": 1}}],
+    # defaults given or omitted, numbers however written (as strings, ints for floats)
+    [{"arch": "forge"},
+     {"arch": "forge", "model.rank": ModelConfig().rank,
+      "forge.lambda_alg": str(ForgeConfig().lambda_alg)},
+     {"arch": "forge", "optim": {"lr": repr(OptimConfig().lr),
+                                 "weight_decay": int(OptimConfig().weight_decay)}}],
 ])
 def test_every_spelling_has_one_identity(spellings):
     assert len({_h(d) for d in spellings}) == 1
@@ -34,9 +38,10 @@ def test_every_spelling_has_one_identity(spellings):
 
 @pytest.mark.parametrize("arch, other", [
     ("mlp", {"forge.lambda_alg": 1.0, "forge.decode": "separate", "rfm.iters": 3,
-             "transformer.norm": "rmsnorm"}),
-    ("forge", {"rfm.kernel": "laplace", "transformer.d_model": 64}),
-    ("transformer", {"forge.w_assoc": 2.0, "rfm.ridge": 1e-3}),
+             "transformer.norm": "rmsnorm", "model.rank": 7}),
+    ("forge", {"rfm.kernel": "laplace", "transformer.d_model": 64, "model.hidden": 7,
+               "model.act": "gelu"}),
+    ("transformer", {"forge.w_assoc": 2.0, "rfm.ridge": 1e-3, "model.d": 7}),
     ("rfm", {"forge.lambda_alg": 1.0, "optim.lr": 0.1, "grokfast.filter": "ema",
              "model.d": 4}),
 ])
@@ -53,6 +58,9 @@ def test_an_identity_ignores_the_sections_its_arch_does_not_read(arch, other):
     ({"group": "Z5", "op": "add"}, {"group": "Z5"}),  # a modular op is another task
     # the matched-budget MLP reads forge (its width follows FORGE's parameter count)
     ({"model.matched_budget": True}, {"model.matched_budget": True, "forge.inv_hidden": 8}),
+    ({"model.matched_budget": True}, {"model.matched_budget": True, "model.rank": 8}),
+    ({"arch": "forge"}, {"arch": "forge", "model.rank": 8}),
+    ({"arch": "transformer"}, {"arch": "transformer", "model.init_scale": 0.5}),
 ])
 def test_different_effective_configs_differ(a, b):
     assert _h(a) != _h(b)
@@ -67,9 +75,10 @@ def test_the_parquet_holds_canonical_names_and_the_effective_config(tmp_path):
     r = run_trial(cfg)
     t, c = trial_frame(r, "x", "r"), curve_frame(r, "x", "r")
     assert set(t["group"]) == set(c["group"]) == {"S3"} and set(t["op"]) == {"group"}
-    assert set(t["schema_version"]) == {SCHEMA_VERSION} == {2}
+    assert set(t["schema_version"]) == {SCHEMA_VERSION} == {3}
     stored = json.loads(t["config_json"].iloc[0])
     assert "forge" not in stored and "rfm" not in stored and stored["model"]["d"] == 4
+    assert "rank" not in stored["model"]
     assert TrialConfig.from_dict(stored).config_hash() == t["config_hash"].iloc[0]
 
 
@@ -90,10 +99,8 @@ def test_a_v1_dir_is_read_and_resumed_without_rerunning(tmp_path):
     assert len(sweep.trials) == 4 and set(sweep.trials["schema_version"]) == {1}
     assert set(sweep.trials["group"]) == {"s3", "C5"}  # v1 stored names as written
 
-    # the v1 rows were written when model.rank defaulted to 64 (256 since issue 13)
     mlp = TrialConfig.from_dict({"group": "S3", "arch": "mlp", "steps": 10, "eval_every": 5,
-                                 "model.d": 4, "model.hidden": 8, "model.rank": 64,
-                                 "device": "cpu"})
+                                 "model.d": 4, "model.hidden": 8, "device": "cpu"})
     rfm = TrialConfig.from_dict({"group": "Z5", "op": "add", "arch": "rfm", "rfm.iters": 2,
                                  "device": "cpu"})
     v1_hashes = set(sweep.trials["config_hash"])
@@ -105,7 +112,7 @@ def test_a_v1_dir_is_read_and_resumed_without_rerunning(tmp_path):
     spec.write_text(f"""\
 name: v1
 out: {out}
-config: {{arch: mlp, steps: 10, eval_every: 5, model: {{d: 4, hidden: 8, rank: 64}}, device: cpu}}
+config: {{arch: mlp, steps: 10, eval_every: 5, model: {{d: 4, hidden: 8}}, device: cpu}}
 axes:
   group: [S3]
 seeds: 2
@@ -127,11 +134,11 @@ def test_a_v1_row_rerun_under_v2_supersedes_it_once(tmp_path):
 
     out = _v1_copy(tmp_path) / "v1"
     cfg = TrialConfig.from_dict({"group": "S3", "arch": "mlp", "steps": 10, "eval_every": 5,
-                                 "model.d": 4, "model.hidden": 8, "model.rank": 64,
-                                 "device": "cpu", "seeds": [0, 1]})  # the v1 default rank
+                                 "model.d": 4, "model.hidden": 8, "device": "cpu",
+                                 "seeds": [0, 1]})
     write_result(run_trial(cfg), out, sweep="v1", run_id=store.new_run_id())
     assert store.repair(out)["superseded_rows"] == 2
     rows = store.Manifest.load(out).rows
     assert len(rows) == 4 and rows.groupby(["config_hash", "seed"]).size().eq(1).all()
     t = pd.concat(pd.read_parquet(p) for p in (out / "trials").glob("*.parquet"))
-    assert sorted(t["schema_version"]) == [1, 1, 2, 2]
+    assert sorted(t["schema_version"]) == [1, 1, SCHEMA_VERSION, SCHEMA_VERSION]
