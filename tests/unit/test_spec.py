@@ -43,7 +43,8 @@ def test_expansion_product_zip_seeds():
 
 
 def test_zip_values_may_repeat_per_key():
-    spec = parse_spec("name: z\nzip:\n  - {model.d: [8, 8, 16], model.rank: [4, 8, 8]}\n")
+    spec = parse_spec("name: z\nconfig: {arch: forge}\n"  # FORGE reads model.rank (an MLP not)
+                      "zip:\n  - {model.d: [8, 8, 16], model.rank: [4, 8, 8]}\n")
     assert [(c.model.d, c.model.rank) for c in spec.trials()] == [(8, 4), (8, 8), (16, 8)]
 
 
