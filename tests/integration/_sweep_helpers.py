@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from datetime import datetime, timezone
 
 import pandas as pd
+import pytest
 
 from grokray.config import TrialConfig
 from grokray.result import SeedResult, TrialResult
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    """An embedded Ray of the test module's own (never another's), with this module's trial
+    functions pickled by value so its workers need not import tests/."""
+    import ray
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
 
 TINY = """\
 name: tiny

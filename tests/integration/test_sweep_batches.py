@@ -12,16 +12,9 @@ ray = pytest.importorskip("ray")
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import _sweep_helpers as helpers  # noqa: E402
+from _sweep_helpers import ray_session  # noqa: E402, F401  (module-scoped fixture)
 
-
-@pytest.fixture(scope="module", autouse=True)
-def ray_session():
-    from ray import cloudpickle
-
-    cloudpickle.register_pickle_by_value(helpers)
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("ray_session")
 
 
 def test_batched_tiny_trials_write_each_config_once(tmp_path):
