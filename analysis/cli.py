@@ -34,7 +34,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register `analyze` and its sub-subcommands."""
     p = subparsers.add_parser(
         "analyze", help="tables and plots from sweep outputs (Parquet)",
-        description="Analyze sweep outputs: power law, sign test, speedup, phase, curves, report.",
+        description="Analyze sweep outputs: power law, sign test, speedup, phase, curves, "
+                    "metrics at the grok step, axiom leads, report.",
     )
     sub = p.add_subparsers(dest="analysis", metavar="ANALYSIS")
     sub.required = True
@@ -93,6 +94,24 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--threshold", type=float, default=0.99,
                    help="accuracy level for the first-crossing step (default 0.99; not "
                         "applied to a loss)")
+
+    s = sub.add_parser("atgrok", help="curve metrics at step 0, at the grok step and at the end")
+    _common(s, plot=False)
+    s.add_argument("--metric", nargs="+", metavar="COL", default=["metric_eff_modes"],
+                   help="curve column(s) (default metric_eff_modes)")
+    s.add_argument("--by", default="group", help="row grouping column (default group)")
+
+    s = sub.add_parser("axioms", help="axiom-emergence lead over grokking, several thresholds")
+    _common(s, plot=False)
+    s.add_argument("--axiom", nargs="+", choices=("ident", "assoc", "inv"), default=["ident"],
+                   help="axioms to read (default ident)")
+    s.add_argument("--rel", nargs="+", type=float, metavar="R",
+                   help="relative thresholds: L <= R * L(step 0) (default 0.01 when no --abs)")
+    s.add_argument("--abs", nargs="+", type=float, metavar="A", dest="absolute",
+                   help="absolute thresholds: L <= A")
+    s.add_argument("--held", action="store_true",
+                   help="also each threshold as a lasting state (below it through the grok step)")
+    s.add_argument("--by", default="group", help="row grouping column (default group)")
 
     s = sub.add_parser("report", help="one Markdown report with every table and plot")
     s.add_argument("paths", nargs="+", metavar="OUT/SWEEP", help="sweep output dir(s)")
@@ -167,6 +186,19 @@ def _compute(args: argparse.Namespace):
         from analysis.drift import drift_table
 
         res = drift_table(trials, baseline=args.baseline)
+    elif a in ("atgrok", "axioms"):
+        from analysis.curves import select_curves
+
+        C = select_curves(sweep.curves, trials, where)
+        if a == "atgrok":
+            from analysis.atgrok import metric_points
+
+            res = metric_points(trials, C, list(args.metric), by=args.by)
+        else:
+            from analysis.axiomlead import axiom_leads
+
+            res = axiom_leads(trials, C, axioms=list(args.axiom), rel=args.rel,
+                              absolute=args.absolute, held=args.held, by=args.by)
     elif a == "curves":
         from analysis.curves import curve_bands, default_metrics, select_curves
 

@@ -13,6 +13,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from analysis.atgrok import MetricPoints
+from analysis.axiomlead import AxiomLeads
 from analysis.cpcompare import CPComparison
 from analysis.curves import CurveSummary, is_accuracy
 from analysis.drift import DriftTable
@@ -317,6 +319,32 @@ def curve_tables(res: CurveSummary) -> list[Table]:
     return [Table(f"Curves: {', '.join(res.metrics or (res.metric,))} by arm", cols, rows)]
 
 
+def atgrok_tables(res: MetricPoints) -> list[Table]:
+    """Each metric at the first eval, the grok step and the end: median (min-max) per arm."""
+    def mr(t: tuple[float, float, float]) -> str:
+        return "" if math.isnan(t[0]) else f"{fmt(t[0])} ({fmt(t[1])}-{fmt(t[2])})"
+
+    cols = (res.by, "arm", "metric", "runs", "grokked", "median_grok_step", "init", "at_grok",
+            "end")
+    rows = tuple((c.by, c.arm, c.metric, c.runs, c.grokked, c.grok_step, mr(c.init),
+                  mr(c.at_grok), mr(c.end)) for c in res.cells)
+    note = ("median (min-max) over runs; init: first eval (step 0), at_grok: the eval at the "
+            "run's grok step (grokked runs), end: last finite eval",)
+    return [Table("Curve metrics at init, at the grok step and at the end", cols, rows, note)]
+
+
+def axiomlead_tables(res: AxiomLeads) -> list[Table]:
+    """Axiom lead over grokking per arm and threshold definition."""
+    cols = (res.by, "arm", "axiom", "definition", "runs", "grokked", "with_lead", "median_lead",
+            "mean_lead", "sd_lead", "min_lead", "max_lead", "lead>0", "median_emergence_step")
+    rows = tuple((c.by, c.arm, c.axiom, c.definition, c.runs, c.grokked, c.n, c.median, c.mean,
+                  c.sd, c.lo, c.hi, c.positive, c.median_step) for c in res.cells)
+    note = ("lead = grok step - emergence step (> 0: the axiom holds before generalization); "
+            "rel=r: L <= r * L(step 0); abs=a: L <= a; +held: L stays below through the grok "
+            "step",)
+    return [Table("Axiom emergence lead over grokking", cols, rows, note)]
+
+
 TABLES = {
     ScalingResult: scaling_tables,
     SignTestResult: signtest_tables,
@@ -325,6 +353,8 @@ TABLES = {
     PhaseDiagrams: phase_tables,
     CPComparison: cpcompare_tables,
     DriftTable: drift_tables,
+    MetricPoints: atgrok_tables,
+    AxiomLeads: axiomlead_tables,
     CurveSummary: curve_tables,
 }
 

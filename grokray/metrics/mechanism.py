@@ -10,6 +10,12 @@ Metric names (`EVAL_METRICS`; each produces the columns listed):
 
 - `spectrum`: spectrum of the group-indexed embedding E [S, n, d] (isotypic modes, = Fourier
   frequencies on Z_n): `eff_modes`, `n_key_modes`, `top_mode`, `top_mode_frac`.
+- `spectrum_readings`: other readings of "effective harmonic modes" of the same spectrum, kept
+  beside `spectrum` (never replacing it) for the issue-13 diagnosis: `modes_entropy` (exp of
+  the Shannon entropy of the non-trivial mass), `n_modes_99` (fewest modes holding 99% of it;
+  `n_key_modes` is the 90% count), and `eff_modes_one` (the participation ratio of one operand
+  embedding: the MLP's E_a alone, from its `pair_mlp` view; FORGE's E, which both operands
+  share).
 - `wedderburn`: class-multiplication recovery of the predicted table [S, n, n]:
   `wedderburn_match` of `wedderburn_total` (= k^3) coefficients, `wedderburn_frac`, and the same
   over the true non-zero coefficients: `wedderburn_match_nz`, `wedderburn_total_nz`,
@@ -38,6 +44,7 @@ from grokray.metrics.agop import embed_mlp_nfa, pearson, psd_power
 from grokray.metrics.axioms import DEFAULT_REL, axiom_emergence
 from grokray.metrics.spectra import (
     effective_modes,
+    entropy_modes,
     fourier_mass,
     isotypic_mass,
     n_key_modes,
@@ -104,18 +111,23 @@ def _nan_columns(x: MetricInputs, columns: Iterable[str]) -> dict[str, Tensor]:
     return {c: torch.full((S,), torch.nan, dtype=torch.float64) for c in columns}
 
 
+def _mass(x: MetricInputs, E: Tensor, metric: str) -> Tensor:
+    """Mode masses [S, m] of a group-indexed table E [S, n, d] (isotypic, or Fourier on Z_n)."""
+    if x.group is not None and E.shape[-2] != int(x.group.order):
+        raise ValueError(
+            f"metric {metric!r}: E has {E.shape[-2]} rows, the group {x.group.name} has "
+            f"{x.group.order} elements"
+        )
+    return isotypic_mass(E, x.group) if x.group is not None else fourier_mass(E)
+
+
 _SPECTRUM_COLUMNS = ("eff_modes", "n_key_modes", "top_mode", "top_mode_frac")
 
 
 def _spectrum(x: MetricInputs) -> dict[str, Tensor]:
     if x.E is None:  # the model has no group-indexed embedding
         return _nan_columns(x, _SPECTRUM_COLUMNS)
-    if x.group is not None and x.E.shape[-2] != int(x.group.order):
-        raise ValueError(
-            f"metric 'spectrum': E has {x.E.shape[-2]} rows, the group {x.group.name} has "
-            f"{x.group.order} elements"
-        )
-    mass = isotypic_mass(x.E, x.group) if x.group is not None else fourier_mass(x.E)  # [S, m]
+    mass = _mass(x, x.E, "spectrum")  # [S, m]
     nontriv = mass[..., 1:].sum(-1)
     top = top_mode(mass)
     top_mass = mass.gather(-1, top[..., None])[..., 0]
@@ -124,6 +136,26 @@ def _spectrum(x: MetricInputs) -> dict[str, Tensor]:
         "n_key_modes": n_key_modes(mass, KEY_FRAC),
         "top_mode": top.to(torch.float64),
         "top_mode_frac": torch.where(nontriv > 0, top_mass / nontriv, torch.nan),
+    }
+
+
+MODES_99 = 0.99
+"""`n_modes_99` counts the modes holding this fraction of the non-trivial mass"""
+
+_READINGS_COLUMNS = ("modes_entropy", "n_modes_99", "eff_modes_one")
+
+
+def _spectrum_readings(x: MetricInputs) -> dict[str, Tensor]:
+    """Other readings of the effective number of modes (see the module docstring)."""
+    if x.E is None:
+        return _nan_columns(x, _READINGS_COLUMNS)
+    mass = _mass(x, x.E, "spectrum_readings")
+    view = x.hooks.get("pair_mlp")
+    one = view["Ea"].detach() if view is not None else x.E  # [S, n, d]: one operand's table
+    return {
+        "modes_entropy": entropy_modes(mass),
+        "n_modes_99": n_key_modes(mass, MODES_99),
+        "eff_modes_one": effective_modes(_mass(x, one, "spectrum_readings")),
     }
 
 
@@ -177,6 +209,7 @@ def _nfa(x: MetricInputs) -> dict[str, Tensor]:
 
 EVAL_METRICS: dict[str, Callable[[MetricInputs], dict[str, Tensor]]] = {
     "spectrum": _spectrum,
+    "spectrum_readings": _spectrum_readings,
     "wedderburn": _wedderburn,
     "nfa": _nfa,
 }

@@ -39,6 +39,7 @@ __all__ = [
     "isotypic_project",
     "fourier_mass",
     "effective_modes",
+    "entropy_modes",
     "key_modes",
     "n_key_modes",
     "top_mode",
@@ -207,6 +208,20 @@ def effective_modes(mass: Tensor, include_trivial: bool = False) -> Tensor:
     sq = m.pow(2).sum(-1)
     ok = _has_harmonics(mass) | torch.as_tensor(include_trivial)
     return torch.where(ok & (sq > 0), total.pow(2) / sq.clamp_min(1e-300), torch.nan)
+
+
+def entropy_modes(mass: Tensor) -> Tensor:
+    """Entropy reading of the effective number of modes: exp(H(p)), H = -sum_j p_j log p_j.
+
+    p_j = m_j / sum m over the non-trivial modes (mode 0 left out, as in `effective_modes`).
+    The Hill number of order 1, where `effective_modes` is the one of order 2: one mode gives 1,
+    r equal modes give r, and in between it is never smaller than the participation ratio
+    (small modes count more). [..., m] -> [...]; NaN when the non-trivial mass is zero.
+    """
+    m = mass[..., 1:].to(torch.float64)
+    p = m / m.sum(-1, keepdim=True).clamp_min(1e-300)
+    h = -torch.where(p > 0, p * torch.log(p.clamp_min(1e-300)), torch.zeros_like(p)).sum(-1)
+    return torch.where(_has_harmonics(mass), torch.exp(h), torch.nan)
 
 
 def _has_harmonics(mass: Tensor) -> Tensor:

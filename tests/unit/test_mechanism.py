@@ -28,7 +28,7 @@ def test_metrics_due_cadence():
 
 
 def test_unknown_name_is_a_config_error():
-    with pytest.raises(ConfigError, match="valid: nfa, spectrum, wedderburn"):
+    with pytest.raises(ConfigError, match="valid: nfa, spectrum, spectrum_readings, wedderburn"):
         validate_metric_names(["spectrum", "fourier"])
 
 
@@ -144,3 +144,32 @@ def test_nfa_is_nan_for_other_archs():
     assert out["nfa_corr"].shape == (3,) and out["nfa_corr"].isnan().all()
     none = compute_eval_metrics(MetricInputs(group=None, E=torch.zeros(2, 5, 3)), ["nfa"])
     assert none["nfa_corr_agop"].shape == (2,) and none["nfa_corr_agop"].isnan().all()
+
+
+def test_spectrum_readings_values():
+    """exp-entropy and 99%-mass readings, and one operand embedding alone (MLP's E_a)."""
+    G = cyclic(11)
+    x = torch.arange(11, dtype=torch.float64)
+    c = [torch.cos(2 * math.pi * k * x / 11) for k in (1, 2, 3, 4)]
+    # seed 0: modes 1, 2 with masses 1 : 1; seed 1: masses 16 : 1 (amplitudes 4 : 1)
+    E = torch.stack([torch.stack([c[0], c[1]], -1),
+                     torch.stack([4 * c[0], c[1]], -1)])  # [S=2, n, 2]
+    out = compute_eval_metrics(MetricInputs(group=G, E=E), ["spectrum", "spectrum_readings"])
+    assert set(out) >= {"modes_entropy", "n_modes_99", "eff_modes_one"}
+    assert out["modes_entropy"][0].item() == pytest.approx(2.0, abs=1e-9)
+    p = torch.tensor([16 / 17, 1 / 17], dtype=torch.float64)
+    assert out["modes_entropy"][1].item() == pytest.approx(
+        math.exp(-(p * p.log()).sum().item()), abs=1e-9)  # 1.2507
+    assert out["eff_modes"][1].item() == pytest.approx(289 / 257, abs=1e-9)  # PR 1.1245
+    assert out["n_key_modes"].tolist() == [2.0, 1.0]  # 90%: seed 1's first mode holds 0.94
+    assert out["n_modes_99"].tolist() == [2.0, 2.0]
+    assert torch.allclose(out["eff_modes_one"], out["eff_modes"])  # no pair_mlp: E itself
+    # an MLP view: E is [E_a, E_b]; eff_modes_one reads E_a only (a pure cosine: 1 mode)
+    Ea, Eb = c[2][None, :, None], torch.stack([c[0], c[1]], -1)[None]
+    hooks = {"pair_mlp": {"Ea": Ea}}
+    mlp = compute_eval_metrics(MetricInputs(group=G, E=torch.cat([Ea, Eb], -1), hooks=hooks),
+                               ["spectrum", "spectrum_readings"])
+    assert mlp["eff_modes_one"].item() == pytest.approx(1.0, abs=1e-9)
+    assert mlp["eff_modes"].item() == pytest.approx(3.0, abs=1e-9)  # 3 equal modes in [Ea, Eb]
+    assert compute_eval_metrics(MetricInputs(group=G, n_seeds=2),
+                                ["spectrum_readings"])["modes_entropy"].isnan().all()
