@@ -1,18 +1,33 @@
 """`grokray reproduce --scale cpu --out DIR`: run every sweep of the reproduction ledger, then
 write the ledger (DIR/ledger.md, DIR/ledger.json).
 
-Each sweep is an ordinary sweep into DIR/<sweep name>: a second call runs only what is missing
-(resume by row identity, like `grokray sweep`), so an interrupted ledger continues where it
-stopped. The sweeps are those the ledger's claims read (analysis.ledger.CLAIMS), in claim order.
+Each sweep is an ordinary sweep into DIR/<sweep name> (resume by row identity, one writer per
+dir, like `grokray sweep`), so a second call runs only what is missing: an interrupted ledger
+continues where it stopped. The sweeps are those the ledger's claims read
+(analysis.ledger.CLAIMS), in claim order. One Ray session serves every sweep: an embedded local
+Ray, or the cluster at --address. Ctrl-C (or SIGTERM) stops the sweep running, then the ledger is
+written from what is on disk and the command exits 130 (143).
+
+Progress: each trial's line (or the live panel) names the sweep (k of N), the ledger's elapsed
+time and what the sweeps' headers estimate is left. Each sweep's header states its measured wall
+time as `# Wall time: X min ...` (the first number in minutes after `Wall time`); the dry run
+sums them, scaled by the share of each sweep still to run. Every sweep run appends its wall
+time, the CPU seconds of its trials and the load average to DIR/reproduce_times.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 SCALES = {"cpu": "sweeps/cpu"}
+TIMES = "reproduce_times.json"
+"""the per-sweep wall and CPU times of every reproduce run, under OUT"""
+_WALL = re.compile(r"^#\s*Wall time\b[^\n]*?(\d+(?:\.\d+)?)\s*min", re.MULTILINE)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -28,7 +43,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--only", nargs="+", metavar="SWEEP",
                    help="run only these sweeps (names or spec stems, e.g. scaling_cpu rfm)")
     p.add_argument("--dry-run", action="store_true",
-                   help="print each sweep's plan (done / to run); run nothing, write nothing")
+                   help="print each sweep's plan (done / to run) and the estimated wall time; "
+                        "run nothing, write nothing")
+    p.add_argument("--address", default=None,
+                   help="Ray cluster to join ('auto' on a cluster node; also RAY_ADDRESS); "
+                        "default: an embedded local Ray")
     p.add_argument("--local", action="store_true",
                    help="run trials one by one in this process, without Ray")
     p.add_argument("--num-cpus", type=int, default=None,
@@ -48,22 +67,71 @@ def ledger_specs(scale: str) -> list[str]:
     return out
 
 
+def header_minutes(path: str | Path) -> float | None:
+    """The wall time a spec's header states (`# Wall time: 4.1 min ...`), in minutes; None when
+    the header states none."""
+    m = _WALL.search(Path(path).read_text())
+    return float(m.group(1)) if m else None
+
+
+def estimate_left(plan: Any) -> float | None:  # noqa: ANN401 - Plan (kept lazy)
+    """Minutes the header's wall time leaves for what the plan still has to run (by its share
+    of the sweep's seed-steps); None when the header states no wall time."""
+    est = header_minutes(plan.spec.path)
+    if est is None:
+        return None
+    total = plan.spec.seed_steps()
+    return est * (plan.todo_seed_steps / total if total else 0.0)
+
+
+def _fmt_min(m: float | None) -> str:
+    return "?" if m is None else f"{m:.1f} min"
+
+
+def load_avg() -> str:
+    import os
+
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+class LedgerProgress:
+    """The ledger-level line under each sweep's progress: sweep k of N, elapsed, estimate."""
+
+    def __init__(self, n: int, estimates: list[float | None]):
+        self.n, self.k, self.name = n, 0, ""
+        self.estimates = estimates
+        self.t0 = time.monotonic()
+
+    def at(self, k: int, name: str) -> None:
+        self.k, self.name = k, name
+
+    def line(self) -> str:
+        from grokray.sweep.progress import fmt_seconds
+
+        rest = self.estimates[self.k:]  # the sweeps after this one
+        left = None if any(e is None for e in rest) else sum(e or 0.0 for e in rest)
+        after = "" if left is None else f"; after this sweep ~{_fmt_min(left)} (headers)"
+        return (f"ledger sweep {self.k}/{self.n} {self.name}; ledger elapsed "
+                f"{fmt_seconds(time.monotonic() - self.t0)}{after}")
+
+
 def main(args: argparse.Namespace) -> int:
     import dataclasses
-    from pathlib import Path
 
-    from analysis.ledger import ledger, ledger_table, repo_root, write_ledger
-    from analysis.tables import render
-    from grokray.commands.sweep import _backend, describe
+    from analysis.ledger import repo_root
+    from grokray.commands.sweep import describe
     from grokray.errors import GrokrayError
-    from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.runner import make_plan
     from grokray.sweep.spec import load_spec
 
+    if args.local and args.address:
+        raise GrokrayError("--local runs in this process; drop --address (or --local)")
     root = repo_root()
-    specs = []
-    for rel in ledger_specs(args.scale):
-        spec = dataclasses.replace(load_spec(str(root / rel)), out=args.out)
-        specs.append(spec)
+    specs = [dataclasses.replace(load_spec(str(root / rel)), out=args.out)
+             for rel in ledger_specs(args.scale)]
     if args.only:
         known = {s.name for s in specs} | {Path(s.path).stem for s in specs}
         bad = [x for x in args.only if x not in known]
@@ -71,51 +139,158 @@ def main(args: argparse.Namespace) -> int:
             raise GrokrayError(f"unknown ledger sweep(s) {', '.join(bad)}; valid: "
                                + ", ".join(s.name for s in specs))
         specs = [s for s in specs if s.name in args.only or Path(s.path).stem in args.only]
-    timings: list[tuple[str, float]] = []
-    stopped = ""
-    for spec in specs:
-        plan = make_plan(spec)
-        print(describe(plan), flush=True)
-        if args.dry_run or not plan.n_todo_trials:
-            continue
-        t0 = time.perf_counter()
-        backend = _backend(argparse.Namespace(local=args.local, address=None,
-                                              num_cpus=args.num_cpus), plan)
-        from grokray.sweep.progress import Display
-
-        display = Display(plan.n_todo_trials, plan.todo_seed_steps, title=spec.name,
-                          live=False if args.plain else None)
-        try:
-            with display:
-                writer = run_plan(plan, backend, display)
-        finally:
-            if hasattr(backend, "shutdown"):
-                backend.shutdown()
-        dt = time.perf_counter() - t0
-        timings.append((spec.name, dt))
-        failed = sum(o.error is not None for o in writer.outcomes)
-        print(f"sweep {spec.name}: {len(writer.outcomes)} trials in {dt:.0f} s; {failed} failed",
-              flush=True)
-        left = make_plan(spec).n_todo_trials
-        if left:  # interrupted (Ctrl-C ends a Ray Tune run quietly): run no further sweep
-            stopped = (f"sweep {spec.name} stopped with {left} trials left; run the same "
-                       "command again to resume")
-            print(stopped, flush=True)
-            break
     if args.dry_run:
-        return 0
-    if timings:
-        total = sum(t for _, t in timings)
-        print("wall time: " + ", ".join(f"{n} {t:.0f} s" for n, t in timings)
-              + f"; total {total / 60:.1f} min", flush=True)
+        return _dry_run(specs)
+
+    from grokray.sweep import store
+
+    for spec in specs:  # the output location, before any work (one line, exit 2)
+        store.check_writable(spec.sweep_dir)
+    estimates = [estimate_left(make_plan(s, build=False)) for s in specs]
+    progress = LedgerProgress(len(specs), estimates)
+    timings: list[dict[str, Any]] = []
+    stopped, code = "", 0
+    from grokray.sweep.interrupt import on_signals
+
+    signals = on_signals()
+    session = _session(specs[0], args) if specs else None
+    try:
+        with signals:
+            if session is not None:
+                session.__enter__()  # one Ray for every sweep (joined or embedded)
+            signals.install()  # after Ray's start, which sets handlers of its own
+            for k, spec in enumerate(specs, 1):
+                progress.at(k, spec.name)
+                plan = make_plan(spec)
+                print(describe(plan), flush=True)
+                if not plan.n_todo_trials:
+                    print(f"sweep {spec.name}: nothing to run, every (config, seed) has a row",
+                          flush=True)
+                    continue
+                timings.append(_run_sweep(plan, args, progress, root))
+    except KeyboardInterrupt:  # the running sweep recorded itself; its finished trials are kept
+        code = signals.exit_code
+        stopped = (f"interrupted during {progress.name or 'the start'}: run the same command "
+                   "to resume (finished trials are on disk)")
+    finally:
+        if session is not None:
+            session.__exit__(None, None, None)
+    return _finish(args, timings, stopped, code)
+
+
+def _session(spec: Any, args: argparse.Namespace) -> Any:  # noqa: ANN401
+    """The Ray session every sweep shares (None with --local): entering it starts an embedded
+    Ray or joins --address; the sweeps' own backends then find Ray connected and leave it up."""
+    if args.local:
+        return None
+    from grokray.sweep.backend import make_backend
+
+    return make_backend(spec, "session", address=args.address, num_cpus=args.num_cpus)
+
+
+def _run_sweep(plan: Any, args: argparse.Namespace, progress: LedgerProgress,  # noqa: ANN401
+               root: Path) -> dict[str, Any]:
+    """Run one sweep's missing trials under its writer lock; its timing record."""
+    from datetime import datetime, timezone
+
+    from grokray.sweep.backend import make_backend
+    from grokray.sweep.lock import WriterLock
+    from grokray.sweep.progress import Display
+    from grokray.sweep.runner import Writer, run_plan
+
+    spec = plan.spec
+    command = "grokray reproduce " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["reproduce"]
+                                               else sys.argv[1:])
+    rec: dict[str, Any] = {
+        "sweep": spec.name, "spec": str(Path(spec.path).resolve().relative_to(root))
+        if Path(spec.path).resolve().is_relative_to(root) else spec.path,
+        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "load_start": load_avg(), "trials_todo": plan.n_todo_trials,
+        "header_min": header_minutes(spec.path),
+    }
+    t0 = time.perf_counter()
+    display = Display(plan.n_todo_trials, plan.todo_seed_steps, title=spec.name,
+                      live=False if args.plain else None, keys=spec.swept_keys,
+                      context=progress.line)
+    writer = Writer(plan, display)
+    try:
+        with WriterLock(spec.sweep_dir, command) as lock:
+            if lock.notice:
+                print(lock.notice, file=sys.stderr, flush=True)
+            backend = make_backend(spec, plan.run_id, local=args.local, address=args.address,
+                                   num_cpus=args.num_cpus)
+            with display, backend:
+                run_plan(plan, backend, display, writer)
+    except KeyboardInterrupt:
+        _record(rec, writer, time.perf_counter() - t0, interrupted=True)
+        _append_times(args.out, rec)
+        raise
+    _record(rec, writer, time.perf_counter() - t0, interrupted=False)
+    _append_times(args.out, rec)
+    failed = sum(o.error is not None for o in writer.outcomes)
+    print(f"sweep {spec.name}: {rec['trials']} trials in {rec['wall_s']:.0f} s wall, "
+          f"{rec['trial_cpu_s']:.0f} CPU s in trials (longest trial {rec['max_trial_cpu_s']:.0f} "
+          f"CPU s); {failed} failed; load {rec['load_start']} -> {rec['load_end']}", flush=True)
+    return rec
+
+
+def _record(rec: dict[str, Any], writer: Any, wall: float, *, interrupted: bool) -> None:  # noqa: ANN401
+    cpu = [getattr(o, "cpu_s", 0.0) for o in writer.outcomes]
+    rec.update(wall_s=round(wall, 1), trials=len(writer.outcomes),
+               failed=sum(o.error is not None for o in writer.outcomes),
+               trial_cpu_s=round(sum(cpu), 1), max_trial_cpu_s=round(max(cpu, default=0.0), 1),
+               load_end=load_avg(), interrupted=interrupted)
+
+
+def _append_times(out: str, rec: dict[str, Any]) -> None:
+    import json
+
+    p = Path(out) / TIMES
+    try:
+        old = json.loads(p.read_text()) if p.exists() else []
+    except (OSError, ValueError):
+        old = []
+    old.append(rec)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(old, indent=1) + "\n")
+
+
+def _dry_run(specs: list[Any]) -> int:  # noqa: ANN401
+    from grokray.commands.sweep import describe
+    from grokray.sweep.runner import make_plan
+
+    total: float | None = 0.0
+    for spec in specs:
+        plan = make_plan(spec, build=False)
+        print(describe(plan), flush=True)
+        est = estimate_left(plan)
+        print(f"header wall time: {_fmt_min(header_minutes(spec.path))}; left: "
+              f"{_fmt_min(est)}", flush=True)
+        total = None if est is None or total is None else total + est
+    print(f"estimated wall time left (sum of the headers' measured times): {_fmt_min(total)}",
+          flush=True)
+    return 0
+
+
+def _finish(args: argparse.Namespace, timings: list[dict[str, Any]], stopped: str,
+            code: int) -> int:
+    from analysis.ledger import ledger, ledger_table, write_ledger
+    from analysis.tables import render
+
+    ran = [t for t in timings if "wall_s" in t]
+    if ran:
+        total = sum(t["wall_s"] for t in ran)
+        print("wall time: " + ", ".join(f"{t['sweep']} {t['wall_s'] / 60:.1f} min"
+                                        for t in ran)
+              + f"; total {total / 60:.1f} min (times also in {Path(args.out) / TIMES})",
+              flush=True)
     L = ledger(args.out, scale=args.scale)
     sys.stdout.write(render([ledger_table(L)], "md"))
     md, js = write_ledger(L)
     print(f"wrote {md} and {js}", flush=True)
     if stopped:
-        print(f"grokray reproduce: {stopped}", file=sys.stderr)
-        return 130
-    return 0
+        print(f"grokray reproduce: {stopped}", file=sys.stderr, flush=True)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -152,7 +152,10 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
         print("nothing to run: every (config, seed) has a row", flush=True)
         return _summary(spec.sweep_dir) if args.summary else 0
 
-    backend = _backend(args, plan)
+    from grokray.sweep.backend import make_backend
+
+    backend = make_backend(spec, plan.run_id, local=args.local, address=args.address,
+                           num_cpus=args.num_cpus)
     display = Display(plan.n_todo_trials, plan.todo_seed_steps, title=spec.name,
                       live=False if args.plain else None, keys=spec.swept_keys)
     writer = Writer(plan, display)
@@ -177,27 +180,6 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     if args.summary:
         _summary(spec.sweep_dir)
     return 0
-
-
-def _backend(args: argparse.Namespace, plan):  # noqa: ANN001, ANN202
-    spec = plan.spec
-    if args.local:
-        from grokray.sweep.backend import LocalBackend
-
-        return LocalBackend()
-    from grokray.files import join_uri
-    from grokray.sweep.backend import RayBackend
-
-    storage = join_uri(spec.sweep_dir, "_ray")
-    if "://" not in storage:
-        import os
-
-        storage = os.path.abspath(storage)
-    return RayBackend(
-        name=f"{spec.name}-{plan.run_id}", storage_path=storage, cpu=spec.cpu, gpu=spec.gpu,
-        concurrency=spec.concurrency, retries=spec.retries, address=args.address,
-        num_cpus=args.num_cpus,
-    )
 
 
 def _ray_logs_dir() -> str:

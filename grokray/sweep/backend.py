@@ -50,6 +50,9 @@ class Outcome:
     """Ray node id it ran on ("local" for the in-process backend)"""
     wall_s: float = 0.0
     """seconds from start to end of trial_fn"""
+    cpu_s: float = 0.0
+    """CPU seconds (user + system, every thread) of the process running trial_fn over that
+    time: what the trial cost, whatever the load of the machine"""
     traceback: str | None = None
     """full traceback of the error, for the log"""
     exception: BaseException | None = None
@@ -96,13 +99,14 @@ def default_trial_fn() -> TrialFn:
 
 def execute(config: TrialConfig, trial_fn: TrialFn) -> Outcome:
     """Run one trial, turning an exception into an Outcome with its one-line error."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         result = trial_fn(config)
-        return Outcome(config, result, wall_s=time.perf_counter() - t0)
+        return Outcome(config, result, wall_s=time.perf_counter() - t0,
+                       cpu_s=time.process_time() - c0)
     except Exception as exc:  # noqa: BLE001 - every trial error becomes a failed row
         return Outcome(config, None, error=one_line(exc), wall_s=time.perf_counter() - t0,
-                       traceback=traceback.format_exc())
+                       cpu_s=time.process_time() - c0, traceback=traceback.format_exc())
 
 
 def one_line(exc: BaseException | str) -> str:
@@ -152,6 +156,26 @@ def outcome_summary(outcome: Outcome) -> dict[str, float]:
     if outcome.result is None:
         return trial_summary([], outcome.config.steps)
     return trial_summary(outcome.result.seed_rows(), outcome.config.steps)
+
+
+def make_backend(spec: Any, run_id: str, *, local: bool = False, address: str | None = None,
+                 num_cpus: int | None = None) -> LocalBackend | RayBackend:
+    """The backend a sweep command runs `spec` on (a SweepSpec): in process with `local`, else
+    Ray Tune on the cluster at `address` (or RAY_ADDRESS), else an embedded local Ray with
+    `num_cpus` CPUs. Tune keeps its experiment state under `<sweep dir>/_ray`. Used by
+    `grokray sweep` and `grokray reproduce`; entering the backend connects (or starts) Ray."""
+    if local:
+        return LocalBackend()
+    from grokray.files import join_uri
+
+    storage = join_uri(spec.sweep_dir, "_ray")
+    if "://" not in storage:
+        storage = os.path.abspath(storage)
+    return RayBackend(
+        name=f"{spec.name}-{run_id}", storage_path=storage, cpu=spec.cpu, gpu=spec.gpu,
+        concurrency=spec.concurrency, retries=spec.retries, address=address,
+        num_cpus=num_cpus,
+    )
 
 
 # ----------------------------------------------------------------------------- in process

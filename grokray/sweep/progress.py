@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from grokray.config import TrialConfig
@@ -34,7 +35,7 @@ class Display:
 
     def __init__(self, n_trials: int, seed_steps: int, *, live: bool | None = None,
                  stream: TextIO | None = None, title: str = "sweep",
-                 keys: list[str] | None = None):
+                 keys: list[str] | None = None, context: Callable[[], str] | None = None):
         self.n_trials = n_trials
         """trials this run will run"""
         self.seed_steps_total = seed_steps
@@ -44,6 +45,9 @@ class Display:
         self.title = title
         self.keys = list(keys or [])
         """the swept dotted keys: each progress line shows the trial's values of them"""
+        self.context = context
+        """a line about the run around this sweep (e.g. the ledger: which sweep of how many,
+        elapsed), shown after each progress line and under the live panel"""
         self.running: dict[str, TrialConfig] = {}
         self.done = self.failed = 0
         self.seeds_done = self.seeds_grokked = 0
@@ -87,8 +91,11 @@ class Display:
         if not self.live:
             what = f"FAILED {outcome.error}" if outcome.error else \
                 f"{statuses.count('grokked')}/{len(statuses)} grokked"
+            ctx = f" | {self.context()}" if self.context is not None else ""
+            cpu = getattr(outcome, "cpu_s", 0.0)
             print(f"[{self.done + self.failed}/{self.n_trials}] {self.label(cfg)}: {what} "
-                  f"({outcome.wall_s:.1f}s) | {self.counts()}", file=self.stream, flush=True)
+                  f"({outcome.wall_s:.1f}s, cpu {cpu:.1f}s) | {self.counts()}{ctx}",
+                  file=self.stream, flush=True)
 
     def label(self, cfg: TrialConfig) -> str:
         """`key=value ...` of the swept keys (arm and group when nothing is swept), then the
@@ -131,4 +138,6 @@ class Display:
         t.add_row("", f"seeds grokked {self.seeds_grokked}/{self.seeds_done}  "
                       f"elapsed {fmt_seconds(time.monotonic() - self.t0)}  "
                       f"ETA {fmt_seconds(self.eta())}", "")
+        if self.context is not None:
+            t.add_row("", self.context(), "")
         return t

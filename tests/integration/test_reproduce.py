@@ -1,0 +1,141 @@
+"""`grokray reproduce` end to end on tiny stand-in sweeps: it runs every sweep (one Ray for all),
+records each sweep's wall and CPU time, writes the ledger, resumes, and on an interrupt writes the
+ledger from what is on disk and exits 130."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import _sweep_helpers as helpers  # noqa: E402
+from _sweep_helpers import ray_session  # noqa: E402, F401
+
+from grokray.cli import main  # noqa: E402
+from grokray.commands import reproduce  # noqa: E402
+
+
+def _specs(tmp_path, monkeypatch, names=("tiny_a", "tiny_b"), steps=20):
+    paths = []
+    for n in names:
+        p = helpers.tiny_spec(tmp_path, groups=("Z5", "Z7"), steps=steps, name=f"{n}.yaml")
+        p.write_text(p.read_text().replace("name: tiny", f"name: {n}")
+                     .replace("config:", "# Wall time: 0.5 min (a test header)\nconfig:"))
+        paths.append(str(p))
+    monkeypatch.setattr(reproduce, "ledger_specs", lambda scale: paths)
+    return paths
+
+
+def _rows(out, name):
+    files = list((out / name / "trials").glob("*.parquet"))
+    return pd.concat(pd.read_parquet(p) for p in files) if files else pd.DataFrame()
+
+
+def test_local_run_times_every_sweep_writes_the_ledger_and_resumes(tmp_path, monkeypatch,
+                                                                    capsys):
+    _specs(tmp_path, monkeypatch)
+    out = tmp_path / "L"
+    assert main(["reproduce", "--out", str(out), "--local", "--plain"]) == 0
+    cap = capsys.readouterr()
+    for n in ("tiny_a", "tiny_b"):
+        t = _rows(out, n)
+        assert len(t) == 8 and t.groupby(["config_hash", "seed"]).size().eq(1).all()
+    # the progress lines say which sweep of how many, and the headers' estimate of the rest
+    assert "ledger sweep 1/2 tiny_a" in cap.err and "ledger sweep 2/2 tiny_b" in cap.err
+    assert "after this sweep ~0.5 min (headers)" in cap.err
+    times = json.loads((out / reproduce.TIMES).read_text())
+    assert [t["sweep"] for t in times] == ["tiny_a", "tiny_b"]
+    for t in times:
+        assert t["trials"] == 4 and t["failed"] == 0 and not t["interrupted"]
+        assert 0 < t["max_trial_cpu_s"] <= t["trial_cpu_s"] and t["wall_s"] > 0
+        assert t["header_min"] == 0.5
+    assert (out / "ledger.md").read_text().startswith("# Reproduction ledger")
+    assert "total" in cap.out and "wrote" in cap.out
+
+    # a second call runs nothing and records nothing new
+    assert main(["reproduce", "--out", str(out), "--local", "--plain"]) == 0
+    assert capsys.readouterr().out.count("nothing to run") == 2
+    assert len(json.loads((out / reproduce.TIMES).read_text())) == 2
+
+
+def test_interrupt_keeps_finished_trials_writes_the_ledger_and_resumes(tmp_path, monkeypatch,
+                                                                       capsys):
+    from grokray.sweep import backend
+    from grokray.sweep.interrupt import Interrupted
+    from grokray.trial import run_trial
+
+    _specs(tmp_path, monkeypatch)
+    out = tmp_path / "L"
+    calls = []
+
+    def stop_on_second(cfg):
+        calls.append(cfg.group)
+        if len(calls) == 2:
+            raise Interrupted(signal.SIGINT)
+        return run_trial(cfg)
+
+    monkeypatch.setattr(backend, "default_trial_fn", lambda: stop_on_second)
+    assert main(["reproduce", "--out", str(out), "--local", "--plain"]) == 130
+    cap = capsys.readouterr()
+    assert "interrupted during tiny_a" in cap.err
+    assert len(_rows(out, "tiny_a")) == 2 and not (out / "tiny_b" / "trials").exists()
+    assert (out / "ledger.md").exists()  # the ledger from what is on disk
+    times = json.loads((out / reproduce.TIMES).read_text())
+    assert len(times) == 1 and times[0]["interrupted"] and times[0]["trials"] == 1
+
+    monkeypatch.setattr(backend, "default_trial_fn", lambda: run_trial)
+    assert main(["reproduce", "--out", str(out), "--local", "--plain"]) == 0
+    assert len(_rows(out, "tiny_a")) == 8 and len(_rows(out, "tiny_b")) == 8
+    assert "[1/3]" in capsys.readouterr().err  # only the 3 missing trials of tiny_a ran
+
+
+def test_one_embedded_ray_serves_every_sweep(tmp_path, monkeypatch, ray_session):  # noqa: F811
+    import ray
+
+    _specs(tmp_path, monkeypatch)
+    out = tmp_path / "L"
+    assert main(["reproduce", "--out", str(out), "--plain"]) == 0
+    assert len(_rows(out, "tiny_a")) == 8 and len(_rows(out, "tiny_b")) == 8
+    assert ray.is_initialized()  # the fixture's Ray: joined, used, and left up
+
+
+def test_local_and_address_together_is_exit_2(tmp_path, monkeypatch, capsys):
+    _specs(tmp_path, monkeypatch)
+    assert main(["reproduce", "--out", str(tmp_path), "--local", "--address", "auto"]) == 2
+    assert "drop --address" in capsys.readouterr().err
+
+
+def test_address_reaches_the_backend(tmp_path):
+    from grokray.sweep.backend import LocalBackend, RayBackend, make_backend
+    from grokray.sweep.spec import load_spec
+
+    spec = load_spec(str(helpers.tiny_spec(tmp_path)))
+    b = make_backend(spec, "r1", address="ray://head:10001", num_cpus=3)
+    assert isinstance(b, RayBackend) and b.address == "ray://head:10001" and b.num_cpus == 3
+    assert b.storage_path == str(tmp_path / "out" / "tiny" / "_ray") and b.name == "tiny-r1"
+    assert isinstance(make_backend(spec, "r1", local=True), LocalBackend)
+
+
+@pytest.mark.parametrize(("text", "minutes"), [
+    ("# Wall time: 4.1 min on an idle 2-core CPU\nname: x\n", 4.1),
+    ("# a header\n# Wall time (idle 2-core estimate): about 12 min\n", 12.0),
+    ("# Wall time: not yet measured\nname: x\n", None),
+    ("name: x\n# Wall time: 3 min after the header is not a header\n", 3.0),
+])
+def test_header_minutes(tmp_path, text, minutes):
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    assert reproduce.header_minutes(p) == minutes
+
+
+def test_every_cpu_sweep_header_states_its_wall_time(capsys):
+    assert main(["reproduce", "--scale", "cpu", "--dry-run", "--out", "/nonexistent/x"]) == 0
+    text = capsys.readouterr().out
+    assert "header wall time: ?" not in text
+    total = float(text.split("sum of the headers' measured times): ")[1].split(" min")[0])
+    assert 0 < total <= 60  # the issue's budget for the whole CPU ledger
