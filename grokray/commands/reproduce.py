@@ -267,7 +267,7 @@ def _dry_run(specs: list[Any]) -> int:  # noqa: ANN401
         print(f"header wall time: {_fmt_min(header_minutes(spec.path))}; left: "
               f"{_fmt_min(est)}", flush=True)
         total = None if est is None or total is None else total + est
-    print(f"estimated wall time left (sum of the headers' measured times): {_fmt_min(total)}",
+    print(f"estimated wall time left (sum of the headers' wall times): {_fmt_min(total)}",
           flush=True)
     return 0
 

@@ -113,7 +113,8 @@ def test_reproduce_dry_run_lists_every_ledger_sweep(tmp_path, capsys):
     assert main(["reproduce", "--scale", "cpu", "--out", str(tmp_path), "--dry-run"]) == 0
     text = capsys.readouterr().out
     for name in ("nonabelian_cpu", "z97_ablation_cpu", "a5_ablation_cpu", "scaling_cpu",
-                 "fourier_sign_cpu", "axioms_cpu", "capacity_cpu", "topology_cpu", "rfm_cpu"):
+                 "fourier_sign_cpu", "axioms_cpu", "capacity_cpu", "topology_cpu", "rfm_cpu",
+                 "hamiltonian_cpu"):
         assert f"sweep {name}:" in text
     assert not any(tmp_path.iterdir())  # a dry run writes nothing
 
