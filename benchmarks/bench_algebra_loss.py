@@ -17,10 +17,10 @@ The last columns time one step of each mode and of the matched-budget MLP on the
 
     python benchmarks/bench_algebra_loss.py --aux --groups S3,D4,Q8,A4,Z14,D8,S4,A5 --seeds 8
 
-times L_assoc alone (forward + backward, ms, best of --repeats rounds that alternate the forms):
-the two exact forms (term by term over all triples, models/fused.py assoc_all; Gram matrices,
-Forge._assoc_full) and the sampled one (forge.alg_samples triples): where the exact forms cross
-sets forge.DIRECT_ASSOC_MAX.
+times L_assoc alone (forward + backward, ms of process CPU time, best of --repeats rounds that
+alternate the forms): the four exact forms (R-space term by term, models/fused.py assoc_all, and
+Gram, Forge._assoc_full; through the structure tensor, models/structure.py, term by term and
+Gram) and the sampled one (forge.alg_samples triples), and the form forge.assoc_form picks.
 """
 
 from __future__ import annotations
@@ -81,41 +81,44 @@ def step_ms(group: str, arch: str, seeds: int, n: int, over: dict) -> float:
     return 1e3 * max(walls[1] - walls[0], 1e-9) / n
 
 
+EXACT = ("direct", "gram", "tensor_direct", "tensor_gram")
+
+
 def aux_ms(group: str, seeds: int, repeats: int) -> dict[str, float]:
-    """ms of one L_assoc forward + backward per form, best of `repeats` alternating rounds."""
-    from grokray.models.forge import Forge
-    from grokray.models.fused import assoc_all, assoc_sampled
+    """ms (process CPU time) of one L_assoc forward + backward per form, best of `repeats`
+    alternating rounds: the four exact forms (Forge._assoc_exact) and the sampled one."""
+    from grokray.models.forge import DIRECT_ASSOC_MAX, Forge
+    from grokray.models.fused import assoc_sampled
     from grokray.tasks import make_task
 
     n = make_task(group).n_in
     cfg = cfg_of(group, "forge", seeds, 1, {})
     m = Forge(cfg, n, n, cfg.seeds)
     p = m.params
-    for t in p.values():
-        t.requires_grad_()
     ps = list(p.values())
     idx = m._sample((cfg.forge.alg_samples, 3), n)
+    S, d, R = seeds, cfg.model.d, cfg.model.rank
 
     def run(form: str) -> None:
         Ut, Vt = m._tables()
-        if form == "term by term":
-            loss = assoc_all(Ut, Vt, p["U"], p["V"], p["W"], m.ws)
-        elif form == "gram":
-            loss = m._assoc_full(Ut, Vt)
-        else:
+        if form == "sampled":
             i, j, k = idx[..., 0], idx[..., 1], idx[..., 2]
             loss = assoc_sampled(Ut, Vt, p["U"], p["V"], p["W"], i, j, k, m.ws)
+        else:
+            loss = m._assoc_exact(Ut, Vt, form)
         torch.autograd.grad(loss.sum(), ps, allow_unused=True)
 
-    forms = ["gram", "sampled"] + (["term by term"] if n <= 24 else [])
+    forms = [f for f in (*EXACT, "sampled")
+             if not (f == "direct" and S * n**3 * R > DIRECT_ASSOC_MAX)
+             and not (f == "tensor_direct" and S * n**3 * d > DIRECT_ASSOC_MAX)]
     best = {f: float("inf") for f in forms}
     for f in forms:
         run(f)  # warm buffers
     for _ in range(repeats):
         for f in forms:
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             run(f)
-            best[f] = min(best[f], 1e3 * (time.perf_counter() - t0))
+            best[f] = min(best[f], 1e3 * (time.process_time() - t0))
     return best
 
 
@@ -135,17 +138,23 @@ def main(argv: list[str] | None = None) -> int:
     EXTRA.update(kv.split("=", 1) for kv in args.set)
     torch.set_num_threads(args.threads)
     if args.aux:
-        reps = max(args.repeats, 5)
-        print(f"L_assoc forward + backward, ms, S = {args.seeds}, best of {reps}", flush=True)
-        print(f"{'group':7s} {'n':>3s} {'term by term':>12s} {'gram':>8s} {'sampled':>8s}")
-        for group in args.groups.split(","):
-            from grokray.tasks import make_task
+        from grokray.models.forge import assoc_form
+        from grokray.tasks import make_task
 
+        reps = max(args.repeats, 5)
+        probe = cfg_of("S3", "forge", 1, 1, {}).model
+        print(f"L_assoc forward + backward, ms of process CPU time, S = {args.seeds}, d "
+              f"{probe.d}, R {probe.rank}, best of {reps}; '-': its n^3 buffer is over "
+              "forge.DIRECT_ASSOC_MAX", flush=True)
+        print(f"{'group':7s} {'n':>3s} " + " ".join(f"{f:>13s}" for f in (*EXACT, "sampled"))
+              + "  chosen", flush=True)
+        for group in args.groups.split(","):
+            n = make_task(group).n_in
             b = aux_ms(group, args.seeds, reps)
-            tbt = b.get("term by term")
-            print(f"{group:7s} {make_task(group).n_in:3d} "
-                  f"{'-' if tbt is None else f'{tbt:.2f}':>12s} {b['gram']:8.2f} "
-                  f"{b['sampled']:8.2f}", flush=True)
+            cells = " ".join(f"{'-' if f not in b else f'{b[f]:.2f}':>13s}"
+                             for f in (*EXACT, "sampled"))
+            print(f"{group:7s} {n:3d} {cells}  {assoc_form(n, probe.d, probe.rank, args.seeds)}",
+                  flush=True)
         return 0
     print(f"torch {torch.__version__}, {args.threads} thread(s), S = {args.seeds}, budget "
           f"{args.steps} steps, eval every 50", flush=True)

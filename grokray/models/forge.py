@@ -43,6 +43,16 @@ from grokray.models import (
 )
 from grokray.models.fused import Workspace, assoc_all, assoc_sampled, forge_loss, ident_inv
 from grokray.models.registry import Family
+from grokray.models.structure import (
+    assoc_cost,
+    assoc_tensor_direct,
+    assoc_tensor_gram,
+    left_maps,
+    left_maps_uv,
+    right_maps,
+    right_maps_uv,
+    structure_tensor,
+)
 from grokray.optim.schedules import lambda_alg
 from grokray.trainer import train
 
@@ -50,11 +60,25 @@ if TYPE_CHECKING:  # pragma: no cover
     from grokray.config import TrialConfig
 
 DIRECT_ASSOC_MAX = 1 << 25
-"""L_assoc over all triples term by term (fused, models/fused.py assoc_all) while n^2 <= 3 R and
-S n^3 R is at most this (its buffers), else through Gram matrices; both exact. The term-by-term
-form costs O(n^3 R d), the Gram form O(n^2 R^2): measured crossings at S = 8, d = 32
-(benchmarks/bench_algebra_loss.py --aux): between 12 and 14 elements at R = 64, between 16 and
-18 at R = 128."""
+"""Largest buffer (elements) of a term-by-term exact L_assoc: S n^3 R for the R-space form
+(models/fused.py assoc_all), S n^3 d for the d-space one (models/structure.py); above it the
+Gram forms."""
+
+
+def assoc_form(n: int, d: int, R: int, S: int = 1) -> str:
+    """The exact L_assoc form with the lowest modelled cost (`structure.assoc_cost`, multiply-
+    adds of forward + backward per seed, weighted for the memory-bound passes; calibrated with
+    benchmarks/bench_algebra_loss.py --aux): 'direct' (R-space term by term), 'gram' (R-space
+    Gram), 'tensor_direct' / 'tensor_gram' (through the structure tensor). Exact, all four."""
+    forms = ["gram", "tensor_gram"]
+    if S * n**3 * R <= DIRECT_ASSOC_MAX:
+        forms.append("direct")
+    if S * n**3 * d <= DIRECT_ASSOC_MAX:
+        forms.append("tensor_direct")
+    return min(forms, key=lambda f: assoc_cost(f, n, d, R))
+
+
+# the same choice inside Forge._aux: left_maps_uv / right_maps_uv while 2 n < d, else T
 
 
 @dataclass
@@ -249,9 +273,7 @@ class Forge:
         w = self.aux_weights
         Ut, Vt = self._tables()  # [S, n, R]: U x, V x for every element
         if n <= self.full_max:
-            S, R = E.shape[0], Ut.shape[2]
-            small = n * n <= 3 * R and S * n**3 * R <= DIRECT_ASSOC_MAX
-            assoc = self._assoc_direct(Ut, Vt) if small else self._assoc_full(Ut, Vt)
+            assoc = self._assoc_exact(Ut, Vt)
         else:
             idx = self._sample((self.n_samples, 3), n)  # [S, m, 3]
             i, j, k = idx[..., 0], idx[..., 1], idx[..., 2]
@@ -265,6 +287,28 @@ class Forge:
         total, ident, inv = ident_inv(Ux, Vx, x, p["e"], self.g_phi(x), p["U"], p["V"], p["W"],
                                       w["ident"], w["inv"])
         return w["assoc"] * assoc + total, {"assoc": assoc, "ident": ident, "inv": inv}
+
+    def _assoc_exact(self, Ut: torch.Tensor, Vt: torch.Tensor,
+                     form: str | None = None) -> torch.Tensor:
+        """L_assoc over all n^3 triples, [S], in the cheapest exact form (`assoc_form`) or the
+        given one. Ut, Vt: the tables E U^T, E V^T [S, n, R]."""
+        p = self.params
+        E = p["E"]
+        S, n, d = E.shape
+        R = Ut.shape[2]
+        form = form or assoc_form(n, d, R, S)
+        if form == "direct":
+            return self._assoc_direct(Ut, Vt)
+        if form == "gram":
+            return self._assoc_full(Ut, Vt)
+        if form == "tensor_gram":
+            return assoc_tensor_gram(E, structure_tensor(p["U"], p["V"], p["W"], self.ws))
+        if 2 * n < d:  # the maps from the tables (O(n R d^2)) are cheaper than T (O(d^3 R))
+            P, Rm = left_maps_uv(Ut, p["V"], p["W"]), right_maps_uv(Vt, p["U"], p["W"])
+        else:
+            T = structure_tensor(p["U"], p["V"], p["W"], self.ws)
+            P, Rm = left_maps(E, T), right_maps(E, T)
+        return assoc_tensor_direct(E, P, Rm, self.ws)
 
     def _mu_uv(self, Ux: torch.Tensor, Vy: torch.Tensor) -> torch.Tensor:
         """mu from the projections: W((U x) * (V y)). [S, M, R] (or [S, 1, R]) -> [S, M, d]."""

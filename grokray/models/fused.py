@@ -18,6 +18,8 @@ papers.md algebra losses); what differs is the bookkeeping:
 - the softmax is computed once per logit, in base 2 (`exp2`, see softmax_grad2_), in place on
   the logits buffer, which then becomes B times the logits' gradient (1/B is applied to the
   small gradients at the end);
+- under torch.no_grad (an eval) only the value is computed: the wrappers pass
+  torch.is_grad_enabled() in (a custom Function's ctx.needs_input_grad stays True there);
 - autograd saves only the table-sized gradients ([S, n, h], [S, h, n_out], ...), never an
   [S, B, ...] tensor; the backward multiplies them by the incoming per-seed gradient.
 
@@ -235,7 +237,7 @@ class _ForgeLoss(torch.autograd.Function):
 
 class _AssocSampled(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, Ut, Vt, U, V, W, i, j, k, ws):  # noqa: D102
+    def forward(ctx, Ut, Vt, U, V, W, i, j, k, ws, grad):  # noqa: D102
         S, n, R = Ut.shape
         m = i.shape[1]
         Ut2, Vt2 = Ut.reshape(S * n, R), Vt.reshape(S * n, R)
@@ -255,7 +257,7 @@ class _AssocSampled(torch.autograd.Function):
         r = torch.bmm(D, Wt, out=f["r"])  # mu(mu(x,y),z) - mu(x,mu(y,z)) [S, m, d]
         rf = r.view(S, -1)
         loss = torch.linalg.vecdot(rf, rf) / m
-        if not any(ctx.needs_input_grad[:5]):
+        if not grad or not any(ctx.needs_input_grad[:5]):
             return loss
         dr = r.mul_(2.0 / m)
         gW = torch.bmm(dr.transpose(1, 2), D)
@@ -279,7 +281,7 @@ class _AssocSampled(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):  # noqa: D102
-        return (*_scale(ctx.saved_tensors, g), None, None, None, None)
+        return (*_scale(ctx.saved_tensors, g), None, None, None, None, None)
 
 
 def assoc_sampled(Ut: torch.Tensor, Vt: torch.Tensor, U: torch.Tensor, V: torch.Tensor,
@@ -291,12 +293,12 @@ def assoc_sampled(Ut: torch.Tensor, Vt: torch.Tensor, U: torch.Tensor, V: torch.
     i, j, k [S, m]. The gradient is computed in the forward (15 GEMMs of m x R x d, buffers
     reused), as for the data losses.
     """
-    return _AssocSampled.apply(Ut, Vt, U, V, W, i, j, k, ws)
+    return _AssocSampled.apply(Ut, Vt, U, V, W, i, j, k, ws, torch.is_grad_enabled())
 
 
 class _AssocAll(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, Ut, Vt, U, V, W, ws):  # noqa: D102
+    def forward(ctx, Ut, Vt, U, V, W, ws, grad):  # noqa: D102
         S, n, R = Ut.shape
         d, N = W.shape[1], n**3
         Wt = W.transpose(1, 2)
@@ -311,7 +313,7 @@ class _AssocAll(torch.autograd.Function):
         r = torch.bmm(D.view(S, N, R), Wt, out=ws.get("ar", (S, N, d), Ut))
         rf = r.view(S, -1)
         loss = torch.linalg.vecdot(rf, rf) / N
-        if not any(ctx.needs_input_grad[:5]):
+        if not grad or not any(ctx.needs_input_grad[:5]):
             return loss
         dr = r.mul_(2.0 / N)
         gW = torch.bmm(dr.transpose(1, 2), D.view(S, N, R))
@@ -333,7 +335,7 @@ class _AssocAll(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):  # noqa: D102
-        return (*_scale(ctx.saved_tensors, g), None)
+        return (*_scale(ctx.saved_tensors, g), None, None)
 
 
 def assoc_all(Ut: torch.Tensor, Vt: torch.Tensor, U: torch.Tensor, V: torch.Tensor,
@@ -346,12 +348,12 @@ def assoc_all(Ut: torch.Tensor, Vt: torch.Tensor, U: torch.Tensor, V: torch.Tens
     products summed over a middle dim, buffers reused). Ut = E U^T, Vt = E V^T [S, n, R]; U, V
     [S, R, d]; W [S, d, R]. O(n^3 R d): for small groups (see models/forge.py).
     """
-    return _AssocAll.apply(Ut, Vt, U, V, W, ws)
+    return _AssocAll.apply(Ut, Vt, U, V, W, ws, torch.is_grad_enabled())
 
 
 class _IdentInv(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, Ux, Vx, x, e, gx, U, V, W, w_ident, w_inv):  # noqa: D102
+    def forward(ctx, Ux, Vx, x, e, gx, U, V, W, w_ident, w_inv, grad):  # noqa: D102
         S, n, R = Ux.shape
         d = x.shape[2]
         Ut_, Vt_ = U.transpose(1, 2), V.transpose(1, 2)  # [S, d, R]
@@ -369,7 +371,7 @@ class _IdentInv(torch.autograd.Function):
         ident, inv = (sq[:, 0] + sq[:, 1]) / n, (sq[:, 2] + sq[:, 3]) / n
         total = w_ident * ident + w_inv * inv
         ctx.mark_non_differentiable(ident, inv)
-        if not any(ctx.needs_input_grad[:8]):
+        if not grad or not any(ctx.needs_input_grad[:8]):
             return total, ident, inv
         coef = torch.tensor([w_ident, w_ident, w_inv, w_inv], dtype=r.dtype, device=r.device)
         dr = r.mul_(coef.view(1, 4, 1, 1) * (2.0 / n))
@@ -391,7 +393,7 @@ class _IdentInv(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g, _gi, _gv):  # noqa: D102
-        return (*_scale(ctx.saved_tensors, g), None, None)
+        return (*_scale(ctx.saved_tensors, g), None, None, None)
 
 
 def ident_inv(Ux: torch.Tensor, Vx: torch.Tensor, x: torch.Tensor, e: torch.Tensor,
@@ -405,7 +407,8 @@ def ident_inv(Ux: torch.Tensor, Vx: torch.Tensor, x: torch.Tensor, e: torch.Tens
     e [S, d]; gx = g_phi(x) [S, n, d] (its own gradient flows back through autograd); U, V
     [S, R, d]; W [S, d, R]. The four products share one GEMM through W.
     """
-    return _IdentInv.apply(Ux, Vx, x, e, gx, U, V, W, float(w_ident), float(w_inv))
+    return _IdentInv.apply(Ux, Vx, x, e, gx, U, V, W, float(w_ident), float(w_inv),
+                           torch.is_grad_enabled())
 
 
 def mlp_loss(Ta: torch.Tensor, Tb: torch.Tensor, W2: torch.Tensor, b2: torch.Tensor,

@@ -209,3 +209,39 @@ def test_forge_assoc_direct_equals_gram_and_naive(n):
         torch.testing.assert_close(got, naive)
         for x, y in zip(torch.autograd.grad((w * got).sum(), ps), g_naive, strict=True):
             torch.testing.assert_close(x, y)
+
+
+@pytest.mark.parametrize("n,d,R", [(5, 16, 8), (7, 4, 20), (9, 4, 8), (12, 6, 30)])
+@pytest.mark.parametrize("form", ["direct", "gram", "tensor_direct", "tensor_gram"])
+def test_forge_assoc_every_exact_form_equals_naive(n, d, R, form):
+    """Every exact L_assoc form (R-space term by term / Gram; through the structure tensor,
+    term by term with the maps from the tables (2 n < d) or from T, and Gram) equals the naive
+    loss in float64, in value and in the gradient of a per-seed weighted sum."""
+    m = Forge(_cfg(arch="forge", **{"model.d": d, "model.rank": R}), n, n, [0, 1],
+              dtype=torch.float64)
+    with torch.no_grad():
+        m.params["E"].mul_(3.0)
+    ps = [m.params[k] for k in ("E", "U", "V", "W")]
+    w = torch.tensor([0.7, -1.3], dtype=torch.float64)
+    naive = m._assoc_naive(m.params["E"])
+    g_naive = torch.autograd.grad((w * naive).sum(), ps)
+    for _ in range(2):  # reused workspace buffers
+        got = m._assoc_exact(*m._tables(), form=form)
+        torch.testing.assert_close(got, naive, rtol=1e-12, atol=0)
+        for x, y in zip(torch.autograd.grad((w * got).sum(), ps), g_naive, strict=True):
+            torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-13)
+    with torch.no_grad():  # an eval: the forward alone
+        torch.testing.assert_close(m._assoc_exact(*m._tables(), form=form), naive.detach(),
+                                   rtol=1e-12, atol=0)
+
+
+def test_forge_assoc_form_choice():
+    """The cheapest modelled form: R-space term by term for tiny groups, the structure tensor
+    from about 12 elements at R 256 (d 32), its Gram form for A5; R-space Gram at small R."""
+    from grokray.models.forge import assoc_form
+
+    assert assoc_form(6, 32, 256, 8) == "direct"
+    assert assoc_form(24, 32, 256, 8) == "tensor_direct"
+    assert assoc_form(60, 32, 256, 8) == "tensor_gram"
+    assert assoc_form(60, 32, 64, 8) == "gram"
+    assert assoc_form(60, 32, 256, 10**6) == "tensor_gram"  # no n^3 buffers at huge S
