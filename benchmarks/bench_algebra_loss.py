@@ -8,9 +8,10 @@ twice on the same seeds: once with L_assoc over all |G|^3 triples (`forge.alg_fu
 exact loss) and once with `forge.alg_samples` triples sampled per step (`forge.alg_full_max` 0).
 Printed per group and mode: seeds grokked / seeds (a seed that did not grok within --steps is
 censored, shown as '>steps'), the (upper) median grok step, the median wall-clock seconds to
-grok (the trial's elapsed time at the eval where that seed grokked, S seeds trained together;
-censored seeds count as the whole run), and the ms per step while every seed trains with
-lambda_alg > 0.
+grok (the trial's process CPU time at the eval where that seed grokked, S seeds trained together;
+censored seeds count as the whole run; with 1 torch thread that is the wall-clock time of a quiet
+machine, and other processes' load does not count), and the ms per step while every seed trains
+with lambda_alg > 0. The exact loss is computed in the form forge.assoc_form picks.
 The last columns time one step of each mode and of the matched-budget MLP on the same group
 (best of --repeats interleaved measurements, each the difference of runs of 2 and 1 times
 --time-steps steps, so setup and the two evals cancel): the FORGE / MLP step ratio.
@@ -49,16 +50,18 @@ def cfg_of(group: str, arch: str, seeds: int, steps: int, over: dict) -> TrialCo
 
 
 def time_to_grok(group: str, seeds: int, steps: int, over: dict) -> dict:
-    """One trial; per seed the grok step and the elapsed seconds at that eval."""
+    """One trial; per seed the grok step and the seconds at that eval: the trial's process CPU
+    time (1 torch thread: the wall-clock time of a quiet machine, without other processes'
+    load)."""
     stamps: dict[int, float] = {}
-    t0 = time.perf_counter()
+    t0 = time.process_time()
 
     def progress(p) -> None:
-        stamps[p.step] = time.perf_counter() - t0
+        stamps[p.step] = time.process_time() - t0
 
     cfg = cfg_of(group, "forge", seeds, steps, over)
     r = run_trial(cfg, progress)
-    wall = time.perf_counter() - t0
+    wall = time.process_time() - t0
     grok = [s.grok_step for s in r.seeds]
     secs = [wall if g is None else stamps.get(g, wall) for g in grok]
     # ms per step while all seeds train with the algebra loss on: up to the first grok/eval
@@ -75,9 +78,9 @@ def step_ms(group: str, arch: str, seeds: int, n: int, over: dict) -> float:
     walls = []
     for k in (n, 2 * n):
         cfg = cfg_of(group, arch, seeds, k, over)
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         run_trial(cfg)
-        walls.append(time.perf_counter() - t0)
+        walls.append(time.process_time() - t0)
     return 1e3 * max(walls[1] - walls[0], 1e-9) / n
 
 

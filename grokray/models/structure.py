@@ -8,16 +8,15 @@ tensor T in R^{d x d x d}:
 Forming T costs d^3 R once; after that nothing depends on the rank R. L_assoc over all n^3
 triples (l_ijk = mu(m_ij, x_k), r_ijk = mu(x_i, m_jk), m_ij = mu(x_i, x_j)) is then
 
-    assoc_tensor_direct   the differences l - r term by term:          O(n^3 d^2)  (n <= d)
-    assoc_tensor_gram     sum |l|^2 + sum |r|^2 - 2 sum l.r with Gram matrices G_X = E^T E,
-                          G_M = sum_ij m_ij m_ij^T and, for the cross term,
-                          C_j = sum_i m_ij x_i^T, D_j = sum_k x_k m_jk^T:
-                          sum l.r = <K, sum_j C_j (x) D_j>, K = T^T T    O(d^5 + n d^4)
+    assoc_tensor_direct   the differences l - r term by term:          O(n^3 d^2)
+    assoc_tensor_gram     sum |l|^2 + sum |r|^2 - 2 sum l.r, each a contraction of copies of
+                          T with the Gram matrix G = E^T E only:         O(d^5), any n
 
 instead of the R-space forms' O(n^3 R d) (term by term) or O(n^2 R^2) (Gram) in
-models/forge.py: at d 32, R 256 the d-space forms do 8x (term by term) to 10x (Gram) fewer
-multiply-adds. Plain torch ops; autograd gives the gradient (the backward is GEMMs of the same
-shapes). `Forge._aux` picks the cheapest form by `assoc_cost`.
+models/forge.py: at d 32, R 256 the term-by-term d-space form does 8x fewer multiply-adds than
+the R-space one, and the Gram form's cost does not grow with n. The term-by-term form computes
+its gradient in the forward (as models/fused.py does); T and the Gram form use autograd (GEMMs
+of the same shapes). `forge.assoc_form` picks the cheapest form by `assoc_cost`.
 """
 
 from __future__ import annotations
@@ -142,23 +141,29 @@ class _AssocCore(torch.autograd.Function):
 
 
 def assoc_tensor_gram(E: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
-    """The same loss as `assoc_tensor_direct`, through Gram matrices: no n^3 tensor. [S].
-    Plain torch ops (autograd)."""
+    """The same loss as `assoc_tensor_direct` from T and the Gram matrix G = E^T E alone, [S]:
+    every sum over the elements is a contraction with G (each m_ij = T(x_i, x_j) is bilinear
+    in the elements), so the cost is O(d^5), whatever n. Plain torch ops (autograd).
+
+        sum |l|^2 = <T, G_M ._a T ._c G>,  sum |r|^2 = <T, G ._a T ._c G_M>,
+        G_M = sum_ij m_ij m_ij^T, G_M[e, e'] = <T_e, G T_e' G>,
+        sum l.r = sum T[e,a,c'] T[a,b,b'] T[e,a',c] T[c,f,f'] G[b,a'] G[b',f] G[c',f']
+                = sum Q[f',b',c] X[c,b',f'],  X[a,a',b'] = sum_b T[a,b,b'] G[b,a'],
+                  Q[f',b',c] = sum_{e,a,a'} T[e,a,c'] G[c',f'] X[a,a',b'] T[e,a',c]  (2 d^5)
+    """
     S, n, d = E.shape
-    M = all_products(E, left_maps(E, T))  # [S, i, j, e]
-    Mf = M.reshape(S, n * n, d)
-    GX, GM = torch.bmm(E.transpose(1, 2), E), torch.bmm(Mf.transpose(1, 2), Mf)  # [S, d, d]
-    ll = _gram_norm(T, GM, GX)  # sum_ijk |mu(m_ij, x_k)|^2
-    rr = _gram_norm(T, GX, GM)  # sum_ijk |mu(x_i, m_jk)|^2
-    # C[j, a, a'] = sum_i M[i, j, a] E[i, a'];  D[j, c', c] = sum_k E[k, c'] M[j, k, c]
-    C = torch.bmm(M.permute(0, 2, 3, 1).reshape(S, n * d, n), E).view(S, n, d * d)
-    D = torch.bmm(E.transpose(1, 2)[:, None].expand(S, n, d, n).reshape(S * n, d, n),
-                  M.reshape(S * n, n, d)).view(S, n, d * d)
-    Z = torch.bmm(C.transpose(1, 2), D).view(S, d, d, d, d)  # [a, a', c', c]
-    # K[(a, c'), (a', c)] = sum_e T[e, a, c'] T[e, a', c]
-    Tf = T.reshape(S, d, d * d)
-    K = torch.bmm(Tf.transpose(1, 2), Tf).view(S, d, d, d, d)  # [a, c', a', c]
-    lr = (K * Z.permute(0, 1, 3, 2, 4)).sum((1, 2, 3, 4))
+    G = torch.bmm(E.transpose(1, 2), E)  # [S, d, d]
+    Gb = G[:, None]
+    Y = torch.matmul(Gb, torch.matmul(T, Gb))  # [e, a', c']: G T_e G
+    GM = torch.bmm(T.reshape(S, d, d * d), Y.reshape(S, d, d * d).transpose(1, 2))
+    ll = _gram_norm(T, GM, G)  # sum_ijk |mu(m_ij, x_k)|^2
+    rr = _gram_norm(T, G, GM)  # sum_ijk |mu(x_i, m_jk)|^2
+    X = torch.matmul(T.transpose(2, 3), Gb).transpose(2, 3)  # [a, a', b']
+    Z1 = torch.matmul(T, Gb)  # [e, a, f'] = sum_c' T[e, a, c'] G[c', f']
+    Q = torch.bmm(Z1.transpose(2, 3).reshape(S, d * d, d), X.reshape(S, d, d * d))
+    Q = Q.view(S, d, d, d, d).permute(0, 2, 4, 1, 3).reshape(S, d * d, d * d)  # [(f',b'),(e,a')]
+    Q = torch.bmm(Q, T.reshape(S, d * d, d)).view(S, d, d, d)  # [f', b', c]
+    lr = (Q * X.permute(0, 3, 2, 1)).sum((1, 2, 3))  # sum_ijk l.r
     return (ll + rr - 2.0 * lr) / n**3
 
 
@@ -181,7 +186,7 @@ def assoc_cost(form: str, n: int, d: int, R: int) -> float:
     if form == "tensor_direct":
         return maps + 3 * n * n * d * d + 6 * n**3 * d * d + 4 * n**3 * d
     if form == "tensor_gram":
-        return 3 * d**3 * R + 3 * n * n * d * d + 4 * (3 * d**5 + 3 * n * d**4)
+        return 3 * d**3 * R + 3 * n * d * d + 20 * d**5
     if form == "direct":
         return 9 * n * n * R * d + 3 * n**3 * R * d + 12 * n**3 * R
     if form == "gram":
