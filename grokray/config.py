@@ -34,15 +34,20 @@ from grokray.tasks import canonical_names
 class ModelConfig:
     """Shape fields shared by the neural models (a shared section: MLP, FORGE, transformer)."""
 
-    d: int = positive(32)
-    """embedding dimension (MLP: per operand; FORGE: the fiber dimension)"""
+    d: int | Literal["auto"] = positive("auto")
+    """embedding dimension (MLP: per operand; FORGE: the fiber dimension). `auto` (the default)
+    is resolved when the config is built, and the number is what is hashed and stored: FORGE
+    (and the MLP matched to it) max(32, the dimension of the group's smallest faithful real
+    Wedderburn sum), every other model 32 (grokray.models.forge.auto_shape; issue 13)"""
     hidden: int = positive(128)
     """MLP hidden width h (ignored when `matched_budget` is on)"""
-    rank: int = positive(256)
-    """FORGE DAD rank R (capacity R*d). 256 (issue 13; was 64): F21 and Heis3, whose faithful
-    irreps are complex of degree 3 (real Wedderburn component M_3(C), multiplication rank <= 69),
-    stayed at val acc 0.2-0.5 at R 64 and grokked in only 9/10 and 8/10 seeds at R 128; their
-    failing seeds grokked at R 256 (docs/reproduction.md)"""
+    rank: int | Literal["auto"] = positive("auto")
+    """FORGE DAD rank R (capacity R*d). `auto` (the default), resolved like `d`: FORGE (and the
+    MLP matched to it) max(256, 3.7 x the real-rank bound of that Wedderburn sum, up to a
+    multiple of 8), every other model 256. 256 (issue 13; was 64): F21 and Heis3, whose faithful
+    irreps are complex of degree 3 (M_3(C), multiplication rank <= 69), stayed at val acc 0.2-0.5
+    at R 64 and grokked in only 9/10 and 8/10 seeds at R 128; at R 256 in 10/10 each
+    (docs/reproduction.md)"""
     act: str = choice("relu", ACTIVATIONS)
     """MLP hidden activation: relu, gelu, tanh, silu, quadratic, identity"""
     matched_budget: bool = False
@@ -145,6 +150,13 @@ class _Sections(Mapping):
 SECTIONS: Mapping[str, type] = _Sections()
 """every config section (shared and per family), read live from the registry"""
 
+AUTO = "auto"
+"""the value of a `model` shape field resolved from the group and arch when the config is built"""
+
+MODEL_AUTO: dict[str, int] = {"d": 32, "rank": 256}
+"""what `auto` means for a family without its own rule (`Family.auto`), and the floor of
+FORGE's rule (grokray.models.forge.auto_shape)"""
+
 # fields that change no number: excluded from config_hash (seeds are the row identity instead)
 NON_IDENTITY = ("seeds", "label")
 
@@ -229,6 +241,8 @@ class TrialConfig:
     def with_overrides(self, overrides: dict[str, Any]) -> TrialConfig:
         """New config with dotted-key overrides, e.g. {"model.rank": 32, "group": "S4"}."""
         d = self.to_dict()
+        for name in self._auto:  # still `auto` unless set below: resolved for the new config
+            d["model"][name] = AUTO
         sections = dict(SECTIONS)
         for key, value in overrides.items():
             parts = str(key).split(".")
@@ -309,7 +323,15 @@ class TrialConfig:
 
     def __post_init__(self) -> None:
         self.group, self.op = canonical_names(self.group, self.op)
+        _check_arch(self)
+        self._auto = _resolve_auto(self)
         _validate(self)
+
+    @property
+    def auto_fields(self) -> tuple[str, ...]:
+        """The `model` fields that were `auto` and are resolved for this group and arch
+        (`("d", "rank")` at the defaults); `with_overrides` resolves them again."""
+        return self._auto
 
 
 def valid_keys() -> list[str]:
@@ -345,10 +367,25 @@ def get_key(cfg: TrialConfig, key: str) -> Any:
     return obj
 
 
-def _validate(cfg: TrialConfig) -> None:
+def _check_arch(cfg: TrialConfig) -> None:
     fams = registry.families()
     if cfg.arch not in fams:
         raise ConfigError(f"bad value {cfg.arch!r} for arch; valid: {', '.join(fams)}")
+
+
+def _resolve_auto(cfg: TrialConfig) -> tuple[str, ...]:
+    """Replace each `auto` field of `model` by its number for this config (the family's
+    `Family.auto`, else `MODEL_AUTO`); returns the names of the fields that were `auto`."""
+    names = tuple(k for k in MODEL_AUTO if getattr(cfg.model, k) == AUTO)
+    if names:
+        fam = registry.get_family(cfg.arch)
+        values = {**MODEL_AUTO, **(fam.auto(cfg) if fam.auto is not None else {})}
+        for k in names:
+            setattr(cfg.model, k, int(values[k]))
+    return names
+
+
+def _validate(cfg: TrialConfig) -> None:
     fields.check(cfg)
     for key in SHARED_SECTIONS:
         fields.check(getattr(cfg, key), f"{key}.")
@@ -414,7 +451,18 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     if origin in (Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
         if value is None or (isinstance(value, str) and value.lower() in ("none", "null", "~")):
-            return None
+            if type(None) in get_args(tp):
+                return None
+        lits = [x for a in args if get_origin(a) is Literal for x in get_args(a)]
+        if isinstance(value, str) and value.strip().lower() in lits:
+            return value.strip().lower()
+        if lits:
+            try:
+                return _coerce(value, args[0], key)
+            except ConfigError:
+                name = getattr(args[0], "__name__", str(args[0]))
+                raise ConfigError(f"bad value {value!r} for {key}: expected {name} or "
+                                  + " or ".join(repr(x) for x in lits)) from None
         return _coerce(value, args[0], key)
     if origin is Literal:
         if value not in get_args(tp):

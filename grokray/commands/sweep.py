@@ -54,12 +54,47 @@ def plan_summary(plan) -> dict:  # noqa: ANN001 - Plan (kept lazy)
         "resources": {"cpu": spec.cpu, "gpu": spec.gpu}, "concurrency": spec.concurrency,
         "retries": spec.retries, "counted_not_built": plan.counted,
     }
+    out["auto_shapes"] = auto_shapes(spec)
     if spec.search is not None:
         s = spec.search
         out["search"] = {"metric": s.metric, "mode": s.mode, "num_samples": s.num_samples,
                          "seed": s.seed, "space": {k: str(d) for k, d in s.space.items()}}
     out["axis_labels"] = [axis_label(k) for k in spec.axes]
     return out
+
+
+AUTO_SHOWN_MAX = 5000
+"""a dry run lists the resolved `auto` shapes of every config up to this many grid points (else
+of the base config alone)"""
+
+
+def auto_shapes(spec) -> list[dict]:  # noqa: ANN001 - SweepSpec (kept lazy)
+    """The numbers `model.d` / `model.rank: auto` resolve to, per distinct shape: {"d", "rank",
+    "configs", "groups"}, over the configs whose family reads them (FORGE, the matched MLP)."""
+    from grokray.models import registry
+
+    big = spec.search is not None or spec.n_points > AUTO_SHOWN_MAX
+    shapes: dict[tuple[int, int], dict] = {}
+    for cfg in [spec.base] if big else spec.trials():
+        reads = registry.get_family(cfg.arch).reads(cfg)
+        if not cfg.auto_fields or not {"model.d", "model.rank"} & set(reads):
+            continue
+        entry = shapes.setdefault((cfg.model.d, cfg.model.rank),
+                                  {"d": cfg.model.d, "rank": cfg.model.rank, "configs": 0,
+                                   "groups": []})
+        entry["configs"] += 1
+        if cfg.group not in entry["groups"]:
+            entry["groups"].append(cfg.group)
+    return list(shapes.values())
+
+
+def _auto_text(spec) -> str | None:  # noqa: ANN001 - SweepSpec (kept lazy)
+    shapes = auto_shapes(spec)
+    if not shapes:
+        return None
+    parts = [f"d {s['d']} R {s['rank']} ({s['configs']} configs: {', '.join(s['groups'][:8])}"
+             + (", ..." if len(s["groups"]) > 8 else "") + ")" for s in shapes]
+    return "model.d/model.rank auto, resolved per group: " + "; ".join(parts)
 
 
 def describe(plan) -> str:  # noqa: ANN001 - Plan (kept lazy)
@@ -77,6 +112,9 @@ def describe(plan) -> str:  # noqa: ANN001 - Plan (kept lazy)
             lines.append(f"axis {axis_label(keys)} ({len(vals)}): {text}")
     else:
         lines.append("axes: none (a single config)")
+    auto = _auto_text(spec)
+    if auto:
+        lines.append(auto)
     total_rows = plan.n_trials * plan.n_seeds
     merged = "" if plan.counted or spec.search is not None or not spec.merged else \
         f" ({spec.merged} grid points had the identity of another and run once)"

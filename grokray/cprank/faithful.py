@@ -9,14 +9,12 @@ nu = sum_g chi(g^2) / |G| gives the real component
   nu = 0 (chi and its conjugate together): M_d(C), dimension 2 d^2, rank <= 3 R_R(d);
   nu = -1: M_{d/2}(H), dimension d^2, rank <= 8 R_R(d/2);
 with kernel {g : chi(g) = chi(1)}. A sum is faithful when the kernels meet in the identity. The
-cheapest faithful sum (fewest rank, then dimension; at most 3 components) bounds what an exact
+cheapest faithful sum (fewest rank, then dimension) bounds what an exact
 FORGE needs: d >= its dimension and R >= its real rank, so R*d >= rank * dimension.
 R_R(d) is `MATMUL_RANKS` with d = 4 at 49 (Strassen 1969 squared: AlphaEvolve's 48 is complex).
 """
 
 from __future__ import annotations
-
-from itertools import combinations
 
 import numpy as np
 
@@ -34,6 +32,7 @@ def components(G) -> list[dict]:
     T = G.table.numpy()
     n = G.order
     sq_class = G.class_of.numpy()[T[np.arange(n), np.arange(n)]]  # class of g^2, per g
+    key = {tuple(np.round(row, 6)): j for j, row in enumerate(X)}
     out, seen = [], set()
     for i, chi in enumerate(X):
         if i in seen:
@@ -42,7 +41,7 @@ def components(G) -> list[dict]:
         nu = int(round(float(np.sum(chi[sq_class]).real) / n))
         kernel = frozenset(int(c) for c in range(X.shape[1]) if abs(chi[c] - chi[0]) < 1e-8)
         if nu == 0:  # pair chi with its complex conjugate
-            conj = next(j for j in range(len(X)) if j != i and np.allclose(X[j], np.conj(chi)))
+            conj = key[tuple(np.round(np.conj(chi), 6))]
             seen.add(conj)
             name, dim, rank = f"M_{d}(C)", 2 * d * d, 3 * real_matmul_rank(d)
         elif nu == 1:
@@ -54,21 +53,40 @@ def components(G) -> list[dict]:
     return out
 
 
-def smallest_faithful(G, max_parts: int = 3) -> dict | None:
-    """{"components": [...names], "dim": D, "rank": R, "capacity": R * D} or None."""
-    comps = [c for c in components(G) if c["kernel"] != frozenset(range(len(G.class_sizes)))]
-    best = None
-    for r in range(1, max_parts + 1):
-        for sub in combinations(comps, r):
-            ker = frozenset.intersection(*(c["kernel"] for c in sub))
-            if ker != frozenset({0}):
+def smallest_faithful(G, max_parts: int | None = None) -> dict | None:
+    """{"components": [...names], "dim": D, "rank": R, "capacity": R * D}, or None when no sum
+    of at most `max_parts` components (None: any number) is faithful.
+
+    The cheapest by (rank, dim), by depth-first branch and bound over the components sorted by
+    (rank, dim): a branch stops once its rank and dimension reach the best found, and a component
+    that does not shrink the kernel met so far is never added (it cannot be in a cheapest sum)."""
+    classes = frozenset(range(len(G.class_sizes)))
+    comps = sorted((c for c in components(G) if c["kernel"] != classes),
+                   key=lambda c: (c["rank"], c["dim"]))
+    limit = max_parts or len(comps)
+    best: list = [None]  # ((rank, dim), chosen components)
+
+    def walk(start: int, kernel: frozenset, rank: int, dim: int, chosen: tuple) -> None:
+        if kernel == frozenset({0}):
+            if best[0] is None or (rank, dim) < best[0][0]:
+                best[0] = ((rank, dim), chosen)
+            return
+        if len(chosen) == limit:
+            return
+        for i in range(start, len(comps)):
+            c = comps[i]
+            key = (rank + c["rank"], dim + c["dim"])
+            if best[0] is not None and key >= best[0][0]:
+                if rank + c["rank"] >= best[0][0][0]:
+                    break  # sorted by rank: every later component costs at least as much
                 continue
-            rank, dim = sum(c["rank"] for c in sub), sum(c["dim"] for c in sub)
-            key = (rank, dim)
-            if best is None or key < best[0]:
-                best = (key, sub)
-    if best is None:
+            meet = kernel & c["kernel"]
+            if meet != kernel:
+                walk(i + 1, meet, *key, (*chosen, c))
+
+    walk(0, classes, 0, 0, ())
+    if best[0] is None:
         return None
-    (rank, dim), sub = best
+    (rank, dim), sub = best[0]
     return {"components": [c["name"] for c in sub], "dim": dim, "rank": rank,
             "capacity": rank * dim}

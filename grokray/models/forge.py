@@ -23,6 +23,7 @@ Config: the shared `model` section (d, rank, init_scale) and its own `forge` sec
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -119,6 +120,36 @@ class ForgeConfig:
     """weight decay on U, V, W; None: optim.weight_decay"""
     wd_other: float | None = None
     """weight decay on g_phi; None: optim.weight_decay"""
+
+
+AUTO_MARGIN = 3.7
+"""`model.rank: auto` is at least this many times the real-rank bound of the group's smallest
+faithful real Wedderburn sum: the margin measured on M_3(C) (bound 69), where R 256 (3.7x)
+grokked F21 and Heis3 in 10/10 seeds each and R 128 (1.9x) in 9/10 and 8/10 (docs/
+reproduction.md, "FORGE across groups")"""
+
+
+@functools.lru_cache(maxsize=256)
+def auto_shape(group: str) -> dict[str, int]:
+    """`model.d` and `model.rank` for `auto` on `group`: d = max(32, D), R = max(256,
+    AUTO_MARGIN x Rb rounded up to a multiple of 8), with D and Rb the real dimension and
+    real-rank bound of the smallest faithful real Wedderburn sum of the group (grokray.cprank.
+    faithful). An exact FORGE solution needs d >= D and R >= the real rank of that sum (docs/
+    reproduction.md, "FORGE across groups"). 32 and 256 cover every group of the scaling family
+    up to order 60 (M_3(C): 3.7 x 69 = 255.3); F42 (M_6(R)) gets d 36, R 568 and F55 (M_5(C))
+    d 50, R 1,040."""
+    from grokray.config import MODEL_AUTO
+    from grokray.cprank.faithful import smallest_faithful
+    from grokray.groups import get_group
+
+    f = smallest_faithful(get_group(group))
+    dim, rank = (f["dim"], f["rank"]) if f is not None else (0, 0)  # trivial group
+    return {"d": max(MODEL_AUTO["d"], dim),
+            "rank": max(MODEL_AUTO["rank"], 8 * math.ceil(AUTO_MARGIN * rank / 8))}
+
+
+def _auto(cfg: TrialConfig) -> dict[str, int]:
+    return auto_shape(cfg.group)
 
 
 def _t(x: torch.Tensor) -> torch.Tensor:
@@ -446,6 +477,6 @@ def _sqnorm(v: torch.Tensor) -> torch.Tensor:
     return v.square().sum(-1).mean(-1)
 
 
-FAMILY = Family("forge", model=Forge, train=train, section="forge", config=ForgeConfig,
+FAMILY = Family("forge", model=Forge, train=train, section="forge", config=ForgeConfig, auto=_auto,
                 shared=("model.d", "model.rank", "model.init_scale", "optim", "grokfast",
                         "metrics"))

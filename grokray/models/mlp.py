@@ -137,6 +137,16 @@ def _reads(cfg: TrialConfig) -> tuple[str, ...]:
     return ("model.rank", "forge") if cfg.model.matched_budget else ()
 
 
-FAMILY = Family("mlp", model=MLP, train=train, extra=_reads,
+def _auto(cfg: TrialConfig) -> dict[str, int]:
+    """`auto` shape: FORGE's for this group when matched to it (its d and the rank it counts),
+    else grokray.config.MODEL_AUTO."""
+    if not cfg.model.matched_budget:
+        return {}
+    from grokray.models.forge import auto_shape
+
+    return auto_shape(cfg.group)
+
+
+FAMILY = Family("mlp", model=MLP, train=train, extra=_reads, auto=_auto,
                 shared=("model.d", "model.hidden", "model.act", "model.matched_budget",
                         "model.init_scale", "optim", "grokfast", "metrics"))

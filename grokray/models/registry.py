@@ -55,6 +55,10 @@ class Family:
     """further sections or fields a config of this family reads, by config (e.g. the MLP's
     matched budget reads `model.rank` and `forge`); None: none"""
 
+    auto: Callable[[Any], dict[str, int]] | None = None
+    """what the `auto` shape fields of `model` (`d`, `rank`) become for a config of this family,
+    fn(cfg) -> {"d": ..., "rank": ...}; None: grokray.config.MODEL_AUTO (32, 256)"""
+
     def reads(self, cfg: Any) -> tuple[str, ...]:
         """Every section or `section.field` a trial of this family reads (its identity covers
         exactly these)."""
