@@ -140,11 +140,8 @@ def _reads(cfg: TrialConfig) -> tuple[str, ...]:
 def _auto(cfg: TrialConfig) -> dict[str, int]:
     """`auto` shape: FORGE's for this group when matched to it (its d and the rank it counts),
     else grokray.config.MODEL_AUTO."""
-    if not cfg.model.matched_budget:
-        return {}
-    from grokray.models.forge import auto_shape
-
-    return auto_shape(cfg.group)
+    forge = get_family("forge")
+    return forge.auto(cfg) if cfg.model.matched_budget and forge.auto is not None else {}
 
 
 FAMILY = Family("mlp", model=MLP, train=train, extra=_reads, auto=_auto,
