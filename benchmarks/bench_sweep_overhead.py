@@ -14,6 +14,11 @@ default, backend.tiny_batches) and with one config per Tune trial alternate in t
 session (twice each), so load hits both alike. Overhead = sweep wall time - reference wall time
 (trials 2 at a time on 2 CPUs against one at a time in the reference, so for non-trivial trials
 it can come out negative).
+
+CPU seconds are printed beside the wall times: this process's, plus (for the sweep) those of
+every process under it (Ray's GCS, raylet, workers and trial actors, sampled every 0.2 s so
+that an actor that exits is counted up to its last sample). On a shared, loaded machine the
+wall time measures mostly the load; CPU seconds measure the work each side asks for.
 """
 
 from __future__ import annotations
@@ -48,14 +53,61 @@ def trivial_trial(cfg):
                        finished_at=now, seeds=seeds, curves=pd.DataFrame(), group_order=5)
 
 
+class TreeCPU:
+    """CPU seconds (user + system) of this process and all its descendants while inside."""
+
+    def __init__(self, interval: float = 0.2) -> None:
+        self.interval = interval
+        self.seconds = 0.0
+
+    def _sample(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        for p in [me, *me.children(recursive=True)]:
+            try:
+                key = (p.pid, p.create_time())
+                t = p.cpu_times()
+            except psutil.Error:
+                continue
+            self.last[key] = t.user + t.system
+            self.first.setdefault(key, self.last[key] if self.started else 0.0)
+
+    def _loop(self) -> None:
+        while not self.stop.wait(self.interval):
+            self._sample()
+
+    def __enter__(self) -> TreeCPU:
+        import threading
+
+        self.first: dict = {}
+        self.last: dict = {}
+        self.started = True
+        self._sample()  # processes alive now: count from here
+        self.started = False  # processes born later: count from 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
+        self._sample()
+        self.seconds = sum(v - self.first[k] for k, v in self.last.items())
+
+
 def reference(spec, out: str, trial_fn) -> float:
     """The same trials in a loop in this process (the same trial calls and Parquet writes)."""
     from grokray.sweep.store import write_result
 
-    t0 = time.perf_counter()
-    for cfg in spec.trials():
-        write_result(trial_fn(cfg), out, sweep=spec.name, run_id="ref")
-    return time.perf_counter() - t0
+    with TreeCPU() as cpu:
+        t0 = time.perf_counter()
+        for cfg in spec.trials():
+            write_result(trial_fn(cfg), out, sweep=spec.name, run_id="ref")
+        dt = time.perf_counter() - t0
+    reference.cpu = cpu.seconds
+    return dt
 
 
 def sweep(spec, num_cpus: int, trial_fn) -> float:
@@ -66,9 +118,11 @@ def sweep(spec, num_cpus: int, trial_fn) -> float:
     backend = RayBackend(name=f"bench-{plan.run_id}", storage_path=spec.sweep_dir + "/_ray",
                          concurrency=spec.concurrency, retries=0, num_cpus=num_cpus,
                          trial_fn=trial_fn)
-    t0 = time.perf_counter()
-    writer = run_plan(plan, backend)
-    dt = time.perf_counter() - t0
+    with TreeCPU() as cpu:
+        t0 = time.perf_counter()
+        writer = run_plan(plan, backend)
+        dt = time.perf_counter() - t0
+    sweep.cpu = cpu.seconds
     assert len(writer.outcomes) == len(spec.trials())
     assert not any(o.error for o in writer.outcomes), writer.outcomes[0].error
     return dt
@@ -108,26 +162,32 @@ def main() -> None:
         spec = spec_of(n, "n")
         reference(spec_of(2, "warm"), os.path.join(root, "warm"), fn)  # imports, first-call costs
         t_ref = reference(spec, os.path.join(root, "ref"), fn)
+        c_ref = reference.cpu
 
         t0 = time.perf_counter()
         RayBackend(name="init", storage_path=root, num_cpus=args.num_cpus).connect()
         t_init = time.perf_counter() - t0
         t_sweep = sweep(spec, args.num_cpus, fn)
+        c_sweep = sweep.cpu
 
         kind = "trivial trials" if args.trivial else f"run_trial, {args.steps} steps each"
         print(f"{n} trials x {s} seeds ({kind}), {args.concurrency} at a time "
               f"on {args.num_cpus} CPUs (ray {ray.__version__})")
-        print(f"  in one process        {t_ref:7.2f} s  ({t_ref / n:.3f} s per trial)")
+        print(f"  load average          {os.getloadavg()[0]:.1f} (1 min, at the end)")
+        print(f"  in one process        {t_ref:7.2f} s  ({t_ref / n:.3f} s per trial), "
+              f"CPU {c_ref:.2f} s")
         print(f"  ray.init              {t_init:7.2f} s  (once per sweep)")
-        print(f"  sweep (Tune)          {t_sweep:7.2f} s")
+        print(f"  sweep (Tune)          {t_sweep:7.2f} s, CPU {c_sweep:.2f} s (all processes)")
         over = t_sweep - t_ref
         print(f"  overhead per trial    {over / n:7.3f} s   per seed {over / (n * s):.3f} s")
         print(f"  with ray.init         {(over + t_init) / n:7.3f} s   per seed "
               f"{(over + t_init) / (n * s):.3f} s")
+        print(f"  CPU overhead          {(c_sweep - c_ref) / n:7.3f} CPU s per trial")
         if args.compare_batching:
             import grokray.sweep.backend as backend
 
             best: dict[str, float] = {}
+            best_cpu: dict[str, float] = {}
             for r in range(2):
                 for mode in ("batched", "one per trial"):
                     keep = backend.MAX_BATCH
@@ -137,17 +197,22 @@ def main() -> None:
                     finally:
                         backend.MAX_BATCH = keep
                     best[mode] = min(best.get(mode, t), t)
+                    best_cpu[mode] = min(best_cpu.get(mode, sweep.cpu), sweep.cpu)
             for mode, t in best.items():
                 print(f"  {mode:14s} sweep {t:7.2f} s, overhead per trial "
-                      f"{(t - t_ref) / n:7.3f} s (best of 2)")
+                      f"{(t - t_ref) / n:7.3f} s, CPU {(best_cpu[mode] - c_ref) / n:.3f} s "
+                      f"(best of 2; load {os.getloadavg()[0]:.1f})")
         if args.marginal:
             spec2 = spec_of(2 * n, "n2")
             t_ref2 = reference(spec2, os.path.join(root, "ref2"), fn)
+            c_ref2 = reference.cpu
             t_sweep2 = sweep(spec2, args.num_cpus, fn)
+            c_sweep2 = sweep.cpu
             marg = ((t_sweep2 - t_sweep) - (t_ref2 - t_ref)) / n
+            marg_cpu = ((c_sweep2 - c_sweep) - (c_ref2 - c_ref)) / n
             print(f"  {2 * n} trials: in one process {t_ref2:.2f} s, sweep {t_sweep2:.2f} s")
             print(f"  marginal overhead     {marg:7.3f} s per trial, {marg / s:.3f} s per seed "
-                  "(no fixed costs)")
+                  f"(no fixed costs); CPU {marg_cpu:.3f} s per trial")
         ray.shutdown()
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -242,8 +242,13 @@ def _plain(v: Any) -> Any:
 TINY_PAIR_STEPS = 200_000
 """A config is tiny when steps x seeds x train pairs is at most this (e.g. Z5 for 1,000 steps
 with 4 seeds): its run takes about as long as Tune's own work per trial."""
-MAX_BATCH = 8
+MAX_BATCH = 16
 """At most this many tiny configs share one Tune trial."""
+BATCH_PAIR_STEPS = 8 * TINY_PAIR_STEPS
+"""... and at most this many pair-steps in all (a batch of the largest tiny configs: 8)."""
+TRIALS_PER_SLOT = 2
+"""Tiny configs are spread so that every concurrent slot gets about this many Tune trials (load
+balance; each Tune trial costs about 0.1-0.4 s of Tune's own work, bench_sweep_overhead.py)."""
 
 
 def _pair_steps(cfg: TrialConfig) -> float:
@@ -258,12 +263,20 @@ def _pair_steps(cfg: TrialConfig) -> float:
 
 def tiny_batches(configs: Sequence[TrialConfig], slots: int) -> list[list[int]]:
     """Indices of `configs` grouped into Tune trials: each non-tiny config alone; the tiny ones
-    (`TINY_PAIR_STEPS`) in runs of up to `MAX_BATCH`, small enough that every one of the
-    `slots` concurrent workers still gets about 4 trials (load balance)."""
-    tiny = [i for i, c in enumerate(configs) if _pair_steps(c) <= TINY_PAIR_STEPS]
-    size = max(1, min(MAX_BATCH, len(tiny) // (4 * max(1, slots))))
-    batches = [[i] for i, c in enumerate(configs) if _pair_steps(c) > TINY_PAIR_STEPS]
-    return batches + [tiny[i:i + size] for i in range(0, len(tiny), size)]
+    (`TINY_PAIR_STEPS`) in runs of up to `MAX_BATCH` configs and `BATCH_PAIR_STEPS` pair-steps,
+    small enough that every one of the `slots` concurrent workers still gets about
+    `TRIALS_PER_SLOT` Tune trials (load balance)."""
+    work = [_pair_steps(c) for c in configs]
+    tiny = [i for i, w in enumerate(work) if w <= TINY_PAIR_STEPS]
+    size = max(1, min(MAX_BATCH, len(tiny) // (TRIALS_PER_SLOT * max(1, slots))))
+    batches = [[i] for i, w in enumerate(work) if w > TINY_PAIR_STEPS]
+    run: list[int] = []
+    for i in tiny:
+        if run and (len(run) == size or sum(work[j] for j in run) + work[i] > BATCH_PAIR_STEPS):
+            batches.append(run)
+            run = []
+        run.append(i)
+    return batches + ([run] if run else [])
 
 
 def _tune_trainable(

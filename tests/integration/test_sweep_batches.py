@@ -26,7 +26,7 @@ def test_batched_tiny_trials_write_each_config_once(tmp_path):
     spec = load_spec(helpers.tiny_spec(tmp_path, groups=groups, concurrency=1))
     plan = make_plan(spec)
     batches = tiny_batches(plan.todo, slots=1)
-    assert len(plan.todo) == 12 and len(batches) == 4  # 3 configs per Tune trial
+    assert len(plan.todo) == 12 and len(batches) == 2  # 6 configs per Tune trial
 
     started = []
 

@@ -1,11 +1,18 @@
 """Tiny configs share a Tune trial (grokray.sweep.backend.tiny_batches)."""
 
 from grokray.config import TrialConfig
-from grokray.sweep.backend import MAX_BATCH, configs_of, tiny_batches
+from grokray.sweep.backend import (
+    BATCH_PAIR_STEPS,
+    MAX_BATCH,
+    TINY_PAIR_STEPS,
+    TRIALS_PER_SLOT,
+    configs_of,
+    tiny_batches,
+)
 
 
-def _cfg(group: str, steps: int, lr: float = 1e-3) -> TrialConfig:
-    return TrialConfig.from_dict({"group": group, "steps": steps, "seeds": [0, 1],
+def _cfg(group: str, steps: int, lr: float = 1e-3, seeds: int = 2) -> TrialConfig:
+    return TrialConfig.from_dict({"group": group, "steps": steps, "seeds": list(range(seeds)),
                                   "optim.lr": lr})
 
 
@@ -18,8 +25,17 @@ def test_tiny_configs_are_batched_and_large_ones_alone():
     assert flat == list(range(len(cfgs)))  # every config exactly once
     assert [20] in batches and [21] in batches  # the large ones alone
     sizes = [len(b) for b in batches if b[0] not in (20, 21)]
-    assert max(sizes) == 40 // (4 * 2) == 5  # every slot still gets about 4 Tune trials
+    assert TRIALS_PER_SLOT == 2 and max(sizes) == 40 // (2 * 2) == 10  # 2 Tune trials a slot
     assert tiny_batches(cfgs, slots=1) and max(map(len, tiny_batches(cfgs, 1))) == MAX_BATCH
+
+
+def test_a_batch_holds_at_most_its_pair_steps():
+    # Z10, 1,000 steps, 4 seeds, train 0.5: 200,000 pair-steps, the largest tiny config
+    cfgs = [_cfg("Z10", 1000, 1e-3 * (1 + i), seeds=4) for i in range(40)]
+    batches = tiny_batches(cfgs, slots=1)
+    assert sorted(i for b in batches for i in b) == list(range(40))
+    assert BATCH_PAIR_STEPS == 8 * TINY_PAIR_STEPS
+    assert [len(b) for b in batches] == [8] * 5  # the budget, not MAX_BATCH (16), decides
 
 
 def test_few_tiny_configs_stay_alone_and_unknown_groups_are_not_batched():
