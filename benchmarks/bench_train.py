@@ -25,16 +25,23 @@ Figure: seed-steps/s = S * steps / wall seconds (setup included for both: model 
 optimizer; the group's Cayley table is built once before timing). Reference and grokray runs
 alternate (ref, grokray, grokray, ref, ...) so machine noise hits both alike; the median over
 --repeats is reported. One torch thread by default (the machine is shared).
+
+Clock (`--clock`): `cpu` (the default) times every run and every sgemm in this process's CPU
+seconds (`time.process_time`), so that on a loaded machine the time spent waiting for a core
+counts on neither side and the roof of a run is not compared with sgemm rates taken at another
+moment's load; `wall` times them on the wall clock (what a quiet machine gives; the figures
+before issue 19's third session were wall).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import sys
-import time
 
+import roofline
 import torch
 import torch.nn.functional as F
 from roofline import GemmCounter, cube_rate, gemm_seconds, sgemm_rates
@@ -164,7 +171,7 @@ def _evaluate(model: nn.Module, sets: list) -> list[float]:
 def reference_run(cfg: TrialConfig, task: Task, device: str = "cpu") -> float:
     """Train every seed of cfg one after the other, the plain way; returns wall seconds."""
     dev = torch.device(device)
-    t0 = time.perf_counter()
+    t0 = roofline.clock()
     o = cfg.optim
     for seed in cfg.seeds:
         torch.manual_seed(seed)
@@ -192,7 +199,7 @@ def reference_run(cfg: TrialConfig, task: Task, device: str = "cpu") -> float:
                 _evaluate(model, sets)
     if dev.type == "cuda":
         torch.cuda.synchronize()
-    return time.perf_counter() - t0
+    return roofline.clock() - t0
 
 
 def work_ratio(cfg: TrialConfig, task: Task) -> float | None:
@@ -224,9 +231,9 @@ def work_ratio(cfg: TrialConfig, task: Task) -> float | None:
 
 
 def grokray_run(cfg: TrialConfig) -> float:
-    t0 = time.perf_counter()
+    t0 = roofline.clock()
     result = run_trial(cfg)
-    wall = time.perf_counter() - t0
+    wall = roofline.clock() - t0
     bad = [s for s in result.seeds if s.status not in ("grokked", "not_grokked")]
     if bad:
         raise RuntimeError(f"grokray run failed: {bad[0].status} {bad[0].error}")
@@ -247,11 +254,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=None, help="steps per run (default per arch)")
     ap.add_argument("--repeats", type=int, default=None, help="pairs of runs (default 2; quick 1)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--clock", choices=sorted(roofline.CLOCKS), default="cpu",
+                    help="time runs and sgemms in process CPU seconds (default) or wall seconds")
     ap.add_argument("--quick", action="store_true", help="fewer steps and one repeat")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="config override for both sides, e.g. model.d=128")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
+    roofline.clock = roofline.CLOCKS[args.clock]
     overrides = dict(kv.split("=", 1) for kv in args.set)
     repeats = args.repeats or (1 if args.quick else 2)
     archs = [a for a in args.archs.split(",") if a]
@@ -261,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         archs = [a for a in archs if a != "transformer"]
     rows = []
     print(f"torch {torch.__version__}, {args.threads} thread(s), repeats {repeats}, "
-          f"overrides {overrides or '-'}", flush=True)
+          f"overrides {overrides or '-'}, clock {args.clock}, load average "
+          f"{os.getloadavg()[0]:.1f}", flush=True)
     rate_cache: dict = {}
     print(f"sgemm 1024^3: {cube_rate() / 1e9:.1f} GFLOP/s", flush=True)
     print(f"{'arch':12s} {'group':6s} {'S':>3s} {'steps':>5s} {'ref s-st/s':>11s} "
@@ -296,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{arch:12s} {group:6s} {S:3d} {steps:5d} {rr:11.1f} {oo:15.1f} "
                       f"{oo / rr:5.2f}x {wtxt:>10s} | {rg / 1e9:8.1f} {rf:5.2f} | "
                       f"{og / 1e9:6.1f} {ol / 1e9:10.1f} {of:5.2f}", flush=True)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 
 
