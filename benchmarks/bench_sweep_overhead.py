@@ -16,7 +16,7 @@ session (twice each), so load hits both alike. Overhead = sweep wall time - refe
 it can come out negative).
 
 CPU seconds are printed beside the wall times: this process's, plus (for the sweep) those of
-every process under it (Ray's GCS, raylet, workers and trial actors, sampled every 0.2 s so
+every process under it (Ray's GCS, raylet, workers and trial actors, sampled every 0.5 s so
 that an actor that exits is counted up to its last sample). On a shared, loaded machine the
 wall time measures mostly the load; CPU seconds measure the work each side asks for.
 """
@@ -56,7 +56,7 @@ def trivial_trial(cfg):
 class TreeCPU:
     """CPU seconds (user + system) of this process and all its descendants while inside."""
 
-    def __init__(self, interval: float = 0.2) -> None:
+    def __init__(self, interval: float = 0.5) -> None:
         self.interval = interval
         self.seconds = 0.0
 
@@ -72,6 +72,7 @@ class TreeCPU:
                 continue
             self.last[key] = t.user + t.system
             self.first.setdefault(key, self.last[key] if self.started else 0.0)
+            self.names[key] = _kind(p)  # a worker's title changes when it becomes an actor
 
     def _loop(self) -> None:
         while not self.stop.wait(self.interval):
@@ -82,6 +83,7 @@ class TreeCPU:
 
         self.first: dict = {}
         self.last: dict = {}
+        self.names: dict = {}
         self.started = True
         self._sample()  # processes alive now: count from here
         self.started = False  # processes born later: count from 0
@@ -95,6 +97,28 @@ class TreeCPU:
         self.thread.join()
         self._sample()
         self.seconds = sum(v - self.first[k] for k, v in self.last.items())
+        self.by_kind: dict[str, float] = {}
+        for k, v in self.last.items():
+            kind = self.names.get(k, "?")
+            self.by_kind[kind] = self.by_kind.get(kind, 0.0) + v - self.first[k]
+
+
+def _kind(p) -> str:
+    """A short name for a process: this one, a Ray service, a Ray worker."""
+    import psutil
+
+    try:
+        if p.pid == os.getpid():
+            return "driver (this process)"
+        cmd = " ".join(p.cmdline())
+    except psutil.Error:
+        return "?"
+    for key in ("gcs_server", "raylet", "monitor.py", "log_monitor.py", "dashboard.py",
+                "DashboardAgent", "RuntimeEnvAgent", "ImplicitFunc", "IDLE", "default_worker"):
+        if key in cmd:
+            return {"ImplicitFunc": "trial actors", "IDLE": "idle workers",
+                    "default_worker": "workers starting"}.get(key, key)
+    return cmd.split(" ")[0].rsplit("/", 1)[-1][:30]
 
 
 def reference(spec, out: str, trial_fn) -> float:
@@ -122,7 +146,7 @@ def sweep(spec, num_cpus: int, trial_fn) -> float:
         t0 = time.perf_counter()
         writer = run_plan(plan, backend)
         dt = time.perf_counter() - t0
-    sweep.cpu = cpu.seconds
+    sweep.cpu, sweep.by_kind = cpu.seconds, cpu.by_kind
     assert len(writer.outcomes) == len(spec.trials())
     assert not any(o.error for o in writer.outcomes), writer.outcomes[0].error
     return dt
@@ -183,6 +207,8 @@ def main() -> None:
         print(f"  with ray.init         {(over + t_init) / n:7.3f} s   per seed "
               f"{(over + t_init) / (n * s):.3f} s")
         print(f"  CPU overhead          {(c_sweep - c_ref) / n:7.3f} CPU s per trial")
+        print("  sweep CPU by process: " + ", ".join(
+            f"{k} {v:.1f} s" for k, v in sorted(sweep.by_kind.items(), key=lambda kv: -kv[1])))
         if args.compare_batching:
             import grokray.sweep.backend as backend
 
