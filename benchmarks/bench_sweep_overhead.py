@@ -72,7 +72,9 @@ class TreeCPU:
                 continue
             self.last[key] = t.user + t.system
             self.first.setdefault(key, self.last[key] if self.started else 0.0)
-            self.names[key] = _kind(p)  # a worker's title changes when it becomes an actor
+            kind = _kind(p)  # a worker's title changes when it becomes an actor
+            if kind != "?" or key not in self.names:
+                self.names[key] = kind
 
     def _loop(self) -> None:
         while not self.stop.wait(self.interval):
@@ -112,6 +114,8 @@ def _kind(p) -> str:
             return "driver (this process)"
         cmd = " ".join(p.cmdline())
     except psutil.Error:
+        return "?"
+    if not cmd:  # exiting
         return "?"
     for key in ("gcs_server", "raylet", "monitor.py", "log_monitor.py", "dashboard.py",
                 "DashboardAgent", "RuntimeEnvAgent", "ImplicitFunc", "IDLE", "default_worker"):

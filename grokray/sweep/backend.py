@@ -15,7 +15,8 @@ loggers (JSON/CSV/TensorBoard) and its console reporter are off, worker output g
 files only, and a trial's result (pickled `TrialResult`) travels back in its final
 `tune.report` and is dropped from Tune's state once the sink has it. Tiny configs (see
 `tiny_batches`) share one Tune trial, several in a row: Tune costs about 0.1 s per trial on a
-2-core machine, more than a tiny trial itself (benchmarks/bench_sweep_overhead.py).
+2-core machine, more than a tiny trial itself (benchmarks/bench_sweep_overhead.py). The sink's
+Parquet writes run on its own thread (`runner.Writer`), so Tune's callbacks return at once.
 """
 
 from __future__ import annotations
