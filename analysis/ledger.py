@@ -458,7 +458,7 @@ CLAIMS: tuple[Claim, ...] = (
           "3.0x", _s("a5_ablation"), speedup("A5", "forge", "mlp+grokfast"),
           analyze="grokray analyze speedup {dir} --baseline mlp+grokfast"),
     Claim("forge.all_groups_grok", papers.FORGE,
-          "FORGE groks on every tested group (scaling family; CPU: up to order 60)", 1.0,
+          "FORGE groks on every tested group (scaling family; CPU: up to order 120)", 1.0,
           "all tested groups grok", _s("scaling"), all_grok("forge"), null=0.0, log=False,
           tol=0.1),
     Claim("forge.scaling.alpha", papers.FORGE, "grok step = c |G|^alpha over the scaling family",
