@@ -288,24 +288,34 @@ def eff_modes(T: pd.DataFrame) -> Measured:
     return Measured(med, ci, g, c, detail)
 
 
+def _metric_col(T: pd.DataFrame, name: str) -> str | None:
+    """The trials column of a per-seed metric: `metric_<name>` as the store writes it (or the
+    bare name, as in a hand-made frame); None when neither is there."""
+    for col in (f"metric_{name}", name):
+        if col in T:
+            return col
+    return None
+
+
 def wedderburn(T: pd.DataFrame) -> Measured:
     """Fraction of class-multiplication coefficients recovered exactly (final, grokked runs)."""
-    if "wedderburn_frac" not in T:
-        raise AnalysisError("no wedderburn_frac column (metric wedderburn not computed)")
+    col = _metric_col(T, "wedderburn_frac")
+    if col is None:
+        raise AnalysisError("no metric_wedderburn_frac column (metric wedderburn not computed)")
     sub = T[T["arm"].astype(str) == "forge"] if "forge" in set(T["arm"]) else T
     g, c = _counts(sub)
-    x = sub["wedderburn_frac"].astype(float).dropna().to_numpy()
+    x = sub[col].astype(float).dropna().to_numpy()
     med, ci = _median_ci(x)
     per = ", ".join(f"{k} {v:.4f}" for k, v in
-                    sub.groupby(sub["group"].astype(str))["wedderburn_frac"].median().items())
+                    sub.groupby(sub["group"].astype(str))[col].median().items())
     return Measured(med, ci, g, c, f"median over {len(x)} runs at the end of training: {per}")
 
 
 def ident_lead(T: pd.DataFrame) -> Measured:
     """Steps by which the identity axiom (L_ident <= 1% of its initial value) precedes grokking."""
-    col = "ident_lead"
-    if col not in T:
-        raise AnalysisError("no ident_lead column (FORGE loss curves not recorded)")
+    col = _metric_col(T, "ident_lead")
+    if col is None:
+        raise AnalysisError("no metric_ident_lead column (FORGE loss curves not recorded)")
     sub = T[T["arm"].astype(str) == "forge"] if "forge" in set(T["arm"]) else T
     g, c = _counts(sub)
     x = sub[col].astype(float).dropna().to_numpy()

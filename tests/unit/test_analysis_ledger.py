@@ -165,3 +165,16 @@ def test_hamiltonian_drift_claim_verdicts():
     failures = m(frame([4000.0, 5000.0, 3000.0], [190.0, 200.0, 210.0]))
     assert failures.value == pytest.approx(20.0) and failures.verdict == L.SAME_DIRECTION
     assert "neither conserves" in failures.detail
+
+
+def test_axiom_claims_read_the_metric_columns_the_store_writes():
+    # the trials table holds per-seed metrics as metric_<name> (grokray.result), e.g. an
+    # axioms_cpu run: identity axiom 250 steps after grokking, every coefficient recovered
+    T = pd.DataFrame({"arm": "forge", "group": ["S4", "S4", "A4"], "status": "grokked",
+                      "metric_ident_lead": [-250.0, -100.0, -150.0],
+                      "metric_wedderburn_frac": [1.0, 1.0, 0.98]})
+    m = L.ident_lead(T)
+    assert m.value == -150.0 and m.grokked == 3
+    assert L.verdict_of(583.0, m.value, m.ci, null=0.0, log=False, tol=0.25) == L.OPPOSITE
+    w = L.wedderburn(T)
+    assert w.value == 1.0 and "A4 0.9800" in w.detail
