@@ -104,7 +104,8 @@ class ForgeConfig:
     lambda_end: float = 0.5
     """fraction of `steps` at which linear/cosine reach 0 and step drops to 0"""
     alg_full_max: int = 64
-    """L_assoc exactly over all |G|^3 triples while |G| <= this (O(|G|^2 R^2)); sampled above"""
+    """L_assoc exactly over all |G|^3 triples while |G| <= this (the cheapest exact form,
+    `assoc_form`); sampled above"""
     alg_samples: int = 1024
     """triples sampled per step above alg_full_max; elements sampled for L_ident/L_inv when
     |G| exceeds this"""
