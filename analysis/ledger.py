@@ -201,9 +201,23 @@ def speedup(group: str | None, arm: str, base: str) -> Callable[[pd.DataFrame], 
                  "upper": f"; {arm} median censored: an upper bound"}.get(kind, "")
         detail = (f"KM median grok step {arm} {row.median:g} ({g1}/{g1 + c1}), {base} "
                   f"{brow.median:g} ({g0}/{g0 + c0}){bound}")
-        return Measured(row.speedup, row.speedup_ci, g1 + g0, c1 + c0, detail)
+        return Measured(row.speedup, bound_ci(row, brow), g1 + g0, c1 + c0, detail)
 
     return m
+
+
+def bound_ci(row, brow) -> tuple[float, float]:  # noqa: ANN001 - SpeedupRow
+    """The 95% interval of a speedup, one-sided when a median is censored: the speedup is then
+    only known to exceed (baseline censored: > budget / the arm's upper median limit) or to stay
+    below (arm censored: < the baseline's upper median limit / budget) a bound, so the interval
+    is [bound, inf) or [0, bound], never the uninformative [0, inf) that would count any paper
+    value as 'reproduced'."""
+    kind = getattr(row, "kind", "estimate")
+    if kind == "lower":
+        return float(brow.max_time / row.median_ci[1]), math.inf
+    if kind == "upper":
+        return 0.0, float(brow.median_ci[1] / row.max_time)
+    return row.speedup_ci
 
 
 def grok_rate(arm: str,

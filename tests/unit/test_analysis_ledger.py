@@ -178,3 +178,19 @@ def test_axiom_claims_read_the_metric_columns_the_store_writes():
     assert L.verdict_of(583.0, m.value, m.ci, null=0.0, log=False, tol=0.25) == L.OPPOSITE
     w = L.wedderburn(T)
     assert w.value == 1.0 and "A4 0.9800" in w.detail
+
+
+def test_a_censored_baseline_gives_a_one_sided_interval_not_a_free_verdict():
+    # the MLP never groks A5 within 6,000 steps, FORGE groks at 300-450: the speedup is only
+    # known to exceed 6000 / 450 = 13.3, so a paper value of 3.0 or 10.1 is not 'reproduced'
+    T = pd.DataFrame({"group": "A5", "arm": ["mlp"] * 5 + ["forge"] * 5,
+                      "status": ["not_grokked"] * 5 + ["grokked"] * 5,
+                      "grok_step": [None] * 5 + [300, 400, 400, 450, 400],
+                      "steps": 6000, "steps_run": [6000] * 5 + [550, 650, 650, 700, 650]})
+    m = L.speedup("A5", "forge", "mlp")(T)
+    assert m.value == 15.0 and "lower bound" in m.detail
+    assert m.ci[0] == pytest.approx(6000 / 450) and math.isinf(m.ci[1])
+    for paper in (3.0, 10.1):
+        assert L.verdict_of(paper, m.value, m.ci, null=1.0, log=True,
+                            tol=0.25) == L.SAME_DIRECTION
+    assert L.verdict_of(20.0, m.value, m.ci, null=1.0, log=True, tol=0.25) == L.REPRODUCED
