@@ -17,12 +17,39 @@ sys.path.insert(0, os.path.dirname(__file__))
 import _sweep_helpers as helpers  # noqa: E402
 
 
+@ray.remote(num_cpus=0)
+class Rendezvous:
+    """Counts the distinct nodes that trials ran on; `wait` returns once `n` were seen."""
+
+    def __init__(self, n: int):
+        self.n, self.nodes = n, set()
+
+    def arrive(self, node: str) -> bool:
+        self.nodes.add(node)
+        return len(self.nodes) >= self.n
+
+    def seen(self) -> int:
+        return len(self.nodes)
+
+
+def rendezvous_synthetic(cfg):
+    """`slow_synthetic` after its node checked in at the barrier and, for up to 120 s, trials
+    ran on two nodes (a retried trial after the node loss passes straight through)."""
+    barrier = ray.get_actor("spread_barrier")
+    node = ray.get_runtime_context().get_node_id()
+    deadline = time.monotonic() + 120
+    while not ray.get(barrier.arrive.remote(node)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return helpers.slow_synthetic(cfg)
+
+
 @pytest.fixture
 def cluster():
     from ray import cloudpickle
     from ray.cluster_utils import Cluster
 
     cloudpickle.register_pickle_by_value(helpers)
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     c = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "include_dashboard": False,
         "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 4},
@@ -44,8 +71,12 @@ def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):
     spec = load_spec(helpers.tiny_spec(tmp_path, groups=("Z5", "Z7", "S3", "Z4"),
                                        concurrency=2))
     plan = make_plan(spec)
+    # the first trials wait until trials run on both worker nodes (each has one CPU, so two
+    # concurrent trials must be on two nodes): under load a node's first trial actor can take
+    # longer to start than the other node needs for every trial, which made the spread a race
+    barrier = Rendezvous.options(name="spread_barrier").remote(2)
     backend = RayBackend(name="cluster", storage_path=str(tmp_path / "ray"), concurrency=2,
-                         retries=3, trial_fn=helpers.slow_synthetic)
+                         retries=3, trial_fn=rendezvous_synthetic)
 
     class Killer:
         """Removes the second worker node once three trials are written."""
@@ -62,6 +93,7 @@ def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):
                 threading.Thread(target=c.remove_node, args=(workers[1],)).start()
 
     writer = run_plan(plan, backend, Killer())
+    assert ray.get(barrier.seen.remote()) == 2
     nodes = {o.node_id for o in writer.outcomes if o.node_id}
     assert len(nodes) == 2, nodes  # both workers ran trials (the head has no CPUs)
     time.sleep(0.1)
