@@ -6,7 +6,8 @@ up to order 60. Before the default rank went from 64 to 256, F21 and Heis3 (fait
 complex of degree 3: M_3(C), real rank bound 69 > 64) stayed at val acc 0.2-0.46; at 128 they
 grokked in 9/10 and 8/10 seeds (docs/reproduction.md).
 Here: 3 seeds per group, every seed must grok (the issue asks >= 90%). The claim is also checked
-outside the family, 2 seeds each, at the same defaults: `model.d`/`model.rank: auto` sizes FORGE
+outside the family, 2 seeds each (10 when one of the 2 fails, then >= 9 must grok), at the same
+defaults: `model.d`/`model.rank: auto` sizes FORGE
 from the group's smallest faithful real Wedderburn sum (32/256 on the family; F42 36/568, F55
 50/1,040; grokray.models.forge.auto_shape).
 
@@ -45,11 +46,20 @@ def test_forge_groks_every_scaling_group_up_to_order_60(group):
     assert all(s is not None and s <= 4000 for s in steps), (group, steps)
 
 
+def _grokked(steps):
+    return sum(s is not None and s <= 4000 for s in steps)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("group", OUTSIDE)
 def test_forge_groks_groups_outside_the_family(group):
+    """Seeds 0, 1; when one of them does not grok, seeds 2-9 too, and the issue's bar decides:
+    at least 9 of the 10 grok (F52 is such a group: seed 1 ends at val acc 0.982 at 4,000
+    steps, seeds 0, 2-9 grok at 350-850: 9/10, docs/reproduction.md)."""
     steps = _grok_steps(group, [0, 1])
-    assert all(s is not None and s <= 4000 for s in steps), (group, steps)
+    if _grokked(steps) < 2:
+        steps += _grok_steps(group, list(range(2, 10)))
+        assert _grokked(steps) >= 9, (group, steps)
 
 
 def test_the_family_up_to_order_60():
