@@ -51,7 +51,7 @@ def cluster():
     cloudpickle.register_pickle_by_value(helpers)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     c = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "include_dashboard": False,
+        "num_cpus": 0, "include_dashboard": False, "resources": {"head": 1},
         "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 4},
     })
     workers = [c.add_node(num_cpus=1) for _ in range(2)]
@@ -74,7 +74,9 @@ def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):
     # the first trials wait until trials run on both worker nodes (each has one CPU, so two
     # concurrent trials must be on two nodes): under load a node's first trial actor can take
     # longer to start than the other node needs for every trial, which made the spread a race
-    barrier = Rendezvous.options(name="spread_barrier").remote(2)
+    # the barrier lives on the head (a custom resource only it has): the node this test removes
+    # must not take it along
+    barrier = Rendezvous.options(name="spread_barrier", resources={"head": 0.01}).remote(2)
     backend = RayBackend(name="cluster", storage_path=str(tmp_path / "ray"), concurrency=2,
                          retries=3, trial_fn=rendezvous_synthetic)
 
