@@ -7,9 +7,8 @@ complex of degree 3: M_3(C), real rank bound 69 > 64) stayed at val acc 0.2-0.46
 grokked in 9/10 and 8/10 seeds (docs/reproduction.md).
 Here: 3 seeds per group, every seed must grok (the issue asks >= 90%). The claim is also checked
 outside the family, 2 seeds each (10 when one of the 2 fails, then >= 9 must grok), at the same
-defaults: `model.d`/`model.rank: auto` sizes FORGE
-from the group's smallest faithful real Wedderburn sum (32/256 on the family; F42 36/568, F55
-50/1,040; grokray.models.forge.auto_shape).
+defaults: `model.d`/`model.rank: auto` sizes FORGE from the group's smallest faithful real
+Wedderburn sum (32/256 on the family; F42 36/568, F55 50/1,040; grokray.models.forge.auto_shape).
 
     pytest tests/acceptance/test_forge_groups.py --runslow -s
 """
@@ -25,6 +24,11 @@ GROUPS = [g for g in SCALING_GROUPS if get_group(g).order <= 60]
 OUTSIDE = ["Z2xZ4", "Q16", "F20", "D4xZ3", "F39", "F42", "F52", "F55", "F57", "D30", "Z60"]
 """groups of order <= 60 outside the family: abelian, dicyclic, products, every Frobenius
 group pq up to 60 (M_4(R), M_3(C), M_6(R), M_5(C) faithful components)"""
+
+
+def _grokked(steps):
+    """Seeds that reached val acc >= 0.99 within the 4,000-step budget."""
+    return sum(s is not None and s <= 4000 for s in steps)
 
 
 def _grok_steps(group, seeds):
@@ -43,11 +47,7 @@ def _grok_steps(group, seeds):
 @pytest.mark.parametrize("group", GROUPS)
 def test_forge_groks_every_scaling_group_up_to_order_60(group):
     steps = _grok_steps(group, [0, 1, 2])
-    assert all(s is not None and s <= 4000 for s in steps), (group, steps)
-
-
-def _grokked(steps):
-    return sum(s is not None and s <= 4000 for s in steps)
+    assert _grokked(steps) == len(steps), (group, steps)
 
 
 @pytest.mark.slow

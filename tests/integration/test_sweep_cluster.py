@@ -19,7 +19,7 @@ import _sweep_helpers as helpers  # noqa: E402
 
 @ray.remote(num_cpus=0)
 class Rendezvous:
-    """Counts the distinct nodes that trials ran on; `wait` returns once `n` were seen."""
+    """Counts the distinct nodes that trials ran on; `arrive` is true once `n` were seen."""
 
     def __init__(self, n: int):
         self.n, self.nodes = n, set()
@@ -73,9 +73,9 @@ def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):
     plan = make_plan(spec)
     # the first trials wait until trials run on both worker nodes (each has one CPU, so two
     # concurrent trials must be on two nodes): under load a node's first trial actor can take
-    # longer to start than the other node needs for every trial, which made the spread a race
-    # the barrier lives on the head (a custom resource only it has): the node this test removes
-    # must not take it along
+    # longer to start than the other node needs for every trial, which made the spread a race.
+    # The barrier lives on the head (a custom resource only it has): the node this test removes
+    # must not take it along.
     barrier = Rendezvous.options(name="spread_barrier", resources={"head": 0.01}).remote(2)
     backend = RayBackend(name="cluster", storage_path=str(tmp_path / "ray"), concurrency=2,
                          retries=3, trial_fn=rendezvous_synthetic)
