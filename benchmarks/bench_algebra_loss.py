@@ -84,6 +84,19 @@ def step_ms(group: str, arch: str, seeds: int, n: int, over: dict) -> float:
     return 1e3 * max(walls[1] - walls[0], 1e-9) / n
 
 
+def step_timing(group: str, seeds: int, time_steps: int, repeats: int) -> str:
+    """The step columns: exact, sampled and matched-MLP step ms, best of `repeats` rounds."""
+    step_ms(group, "forge", seeds, 2, {})  # warm: group, caches
+    best: dict[str, float] = {}
+    for _ in range(repeats):
+        for name, over in (*MODES.items(), ("mlp", {})):
+            arch = "mlp" if name == "mlp" else "forge"
+            ms = step_ms(group, arch, seeds, time_steps, over)
+            best[name] = min(best.get(name, ms), ms)
+    return (f"| {best['exact']:6.1f} {best['sampled']:6.1f} {best['mlp']:5.1f} "
+            f"{best['exact'] / best['mlp']:7.1f}x {best['sampled'] / best['mlp']:7.1f}x")
+
+
 EXACT = ("direct", "gram", "tensor_direct", "tensor_gram")
 
 
@@ -134,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-grok", action="store_true", help="only the step timings")
+    ap.add_argument("--no-timing", action="store_true", help="only the time to grok")
+    ap.add_argument("--modes", default="exact,sampled", help="L_assoc modes to grok with")
     ap.add_argument("--aux", action="store_true", help="only L_assoc, per form")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="config override for every run, e.g. model.rank=64")
@@ -163,20 +178,16 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.steps} steps, eval every 50", flush=True)
     print(f"{'group':7s} {'mode':8s} {'grokked':>7s} {'med step':>8s} {'med s':>7s} "
           f"{'ms/step':>7s} | step ms: exact sampled mlp  exact/mlp sampled/mlp", flush=True)
+    modes = {k: MODES[k] for k in args.modes.split(",")}
     for group in args.groups.split(","):
-        step_ms(group, "forge", args.seeds, 2, {})  # warm: group, caches
-        best: dict[str, float] = {}
-        for _ in range(args.repeats):
-            for name, over in (*MODES.items(), ("mlp", {})):
-                arch = "mlp" if name == "mlp" else "forge"
-                ms = step_ms(group, arch, args.seeds, args.time_steps, over)
-                best[name] = min(best.get(name, ms), ms)
-        timing = (f"| {best['exact']:6.1f} {best['sampled']:6.1f} {best['mlp']:5.1f} "
-                  f"{best['exact'] / best['mlp']:7.1f}x {best['sampled'] / best['mlp']:7.1f}x")
+        if args.no_timing:
+            timing = ""
+        else:
+            timing = step_timing(group, args.seeds, args.time_steps, args.repeats)
         if args.no_grok:
             print(f"{group:7s} {'-':8s} {'':7s} {'':8s} {'':7s} {'':7s} {timing}", flush=True)
             continue
-        for name, over in MODES.items():
+        for name, over in modes.items():
             r = time_to_grok(group, args.seeds, args.steps, over)
             ok = [g for g in r["grok"] if g is not None]
             # the upper median: a censored seed in the middle makes the median censored too

@@ -48,10 +48,7 @@ from grokray.models.structure import (
     assoc_cost,
     assoc_tensor_direct,
     assoc_tensor_gram,
-    left_maps,
-    left_maps_uv,
-    right_maps,
-    right_maps_uv,
+    element_maps,
     structure_tensor,
 )
 from grokray.optim.schedules import lambda_alg
@@ -335,11 +332,8 @@ class Forge:
             return self._assoc_full(Ut, Vt)
         if form == "tensor_gram":
             return assoc_tensor_gram(E, structure_tensor(p["U"], p["V"], p["W"], self.ws))
-        if 2 * n < d:  # the maps from the tables (O(n R d^2)) are cheaper than T (O(d^3 R))
-            P, Rm = left_maps_uv(Ut, p["V"], p["W"]), right_maps_uv(Vt, p["U"], p["W"])
-        else:
-            T = structure_tensor(p["U"], p["V"], p["W"], self.ws)
-            P, Rm = left_maps(E, T), right_maps(E, T)
+        # the maps from the tables (O(n R d^2)) while 2 n < d, else from T (O(d^3 R))
+        P, Rm = element_maps(E, p["U"], p["V"], p["W"], self.ws)
         return assoc_tensor_direct(E, P, Rm, self.ws)
 
     def _mu_uv(self, Ux: torch.Tensor, Vy: torch.Tensor) -> torch.Tensor:

@@ -60,6 +60,97 @@ class _Structure(torch.autograd.Function):
         return gU, gV, gW, None
 
 
+def element_maps(E: torch.Tensor, U: torch.Tensor, V: torch.Tensor, W: torch.Tensor,
+                 ws: Workspace, from_tables: bool | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(P, Rm): the left and right multiplication maps of every element, as `left_maps` and
+    `right_maps` return them, with a hand-written backward of GEMMs and elementwise passes.
+
+    From T (`from_tables` False), built directly in the layout Ta[a, (e, c)] = sum_p U[p, a]
+    W[e, p] V[p, c] (d^3 R): P = E Ta, Rm = Ta E^T (n d^3 each). From the tables E U^T, E V^T
+    (True; O(n R d^2), no T): P[(i, e), c] = sum_p (U x_i)_p W[e, p] V[p, c] and Rm[a, (e, k)] =
+    sum_p U[p, a] W[e, p] (V x_k)_p. Default: the tables while 2 n < d."""
+    if from_tables is None:
+        from_tables = 2 * E.shape[1] < E.shape[2]
+    return _Maps.apply(E, U, V, W, ws, bool(from_tables))
+
+
+class _Maps(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, E, U, V, W, ws, from_tables):  # noqa: D102
+        S, n, d = E.shape
+        R = U.shape[1]
+        ctx.ws, ctx.from_tables = ws, from_tables
+        if not from_tables:
+            Ta = _ta(U, V, W, ws)  # [S, a, (e, c)]
+            P = torch.bmm(E, Ta).view(S, n * d, d)
+            Rm = torch.bmm(Ta.view(S, d * d, d), E.transpose(1, 2)).view(S, d, d * n)
+            ctx.save_for_backward(E, U, V, W, Ta)
+            return P, Rm
+        Wt = W.transpose(1, 2)  # [S, R, d]
+        Ut, Vt = torch.bmm(E, U.transpose(1, 2)), torch.bmm(E, V.transpose(1, 2))  # [S, n, R]
+        UW = torch.mul(Ut[:, :, None, :], W[:, None], out=ws.get("mUW", (S, n, d, R), E))
+        P = torch.bmm(UW.view(S, n * d, R), V)  # [S, (i, e), c]
+        WV = torch.mul(Wt[:, :, :, None], Vt.transpose(1, 2)[:, :, None, :],
+                       out=ws.get("mWV", (S, R, d, n), E))  # [p, e, k]
+        Rm = torch.bmm(U.transpose(1, 2), WV.view(S, R, d * n))  # [S, a, (e, k)]
+        ctx.save_for_backward(E, U, V, W, Ut, Vt)
+        return P, Rm
+
+    @staticmethod
+    def backward(ctx, gP, gRm):  # noqa: D102
+        ws = ctx.ws
+        if not ctx.from_tables:
+            E, U, V, W, Ta = ctx.saved_tensors
+            S, n, d = E.shape
+            R = U.shape[1]
+            gTa = torch.bmm(E.transpose(1, 2), gP.reshape(S, n, d * d))  # [S, a, (e, c)]
+            gTa.view(S, d * d, d).baddbmm_(gRm.reshape(S, d * d, n), E)
+            gE = torch.bmm(gP.reshape(S, n, d * d), Ta.transpose(1, 2))
+            gE.baddbmm_(gRm.reshape(S, d * d, n).transpose(1, 2), Ta.view(S, d * d, d))
+            WV = _wv(V, W, ws)  # [S, R, (e, c)]
+            gU = torch.bmm(WV, gTa.transpose(1, 2))  # [S, p, a]
+            gWV = torch.bmm(U, gTa, out=WV).view(S, R, d, d)  # [S, p, e, c]
+            gW = torch.linalg.vecdot(gWV, V[:, :, None, :]).transpose(1, 2)  # [S, e, p]
+            gV = torch.matmul(W.transpose(1, 2)[:, :, None, :], gWV).view(S, R, d)  # [p, c]
+            return gE, gU, gV, gW, None, None
+        E, U, V, W, Ut, Vt = ctx.saved_tensors
+        S, n, d = E.shape
+        R = U.shape[1]
+        # P = UW V with UW[(i, e), p] = Ut[i, p] W[e, p]
+        UW = torch.mul(Ut[:, :, None, :], W[:, None], out=ws.get("mUW", (S, n, d, R), E))
+        gV = torch.bmm(UW.view(S, n * d, R).transpose(1, 2), gP)
+        gUW = torch.bmm(gP, V.transpose(1, 2), out=UW.view(S, n * d, R)).view(S, n, d, R)
+        gW = torch.mul(gUW, Ut[:, :, None, :]).sum(1)  # [S, e, p]
+        gUt = gUW.mul_(W[:, None]).sum(2)  # [S, i, p]
+        # Rm = U^T WV with WV[p, (e, k)] = W[e, p] Vt[k, p]
+        Wt = W.transpose(1, 2)
+        WV = torch.mul(Wt[:, :, :, None], Vt.transpose(1, 2)[:, :, None, :],
+                       out=ws.get("mWV", (S, R, d, n), E))
+        gU = torch.bmm(WV.view(S, R, d * n), gRm.transpose(1, 2))  # [S, p, a]
+        gWV = torch.bmm(U, gRm, out=WV.view(S, R, d * n)).view(S, R, d, n)  # [S, p, e, k]
+        gW += torch.linalg.vecdot(gWV, Vt.transpose(1, 2)[:, :, None, :]).transpose(1, 2)
+        gVt = gWV.mul_(Wt[:, :, :, None]).sum(2).transpose(1, 2)  # [S, k, p]
+        # the tables: Ut = E U^T, Vt = E V^T
+        gE = torch.bmm(gUt, U).baddbmm_(gVt, V)
+        gU.baddbmm_(gUt.transpose(1, 2), E)
+        gV.baddbmm_(gVt.transpose(1, 2), E)
+        return gE, gU, gV, gW, None, None
+
+
+def _wv(V: torch.Tensor, W: torch.Tensor, ws: Workspace) -> torch.Tensor:
+    """WV[s, p, (e, c)] = W[s, e, p] V[s, p, c], [S, R, d d] (a workspace buffer)."""
+    S, R, d = V.shape
+    WV = ws.get("mWVT", (S, R, d, d), V)
+    return torch.mul(W.transpose(1, 2)[:, :, :, None], V[:, :, None, :], out=WV).view(S, R, d * d)
+
+
+def _ta(U: torch.Tensor, V: torch.Tensor, W: torch.Tensor, ws: Workspace) -> torch.Tensor:
+    """T in the layout Ta[s, a, (e, c)] = T[s, e, a, c] = sum_p U[p, a] W[e, p] V[p, c]:
+    [S, d, d d], one GEMM [d, R] x [R, d d] per seed."""
+    return torch.bmm(U.transpose(1, 2), _wv(V, W, ws))
+
+
 def left_maps(E: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
     """P [S, n d, d]: rows (i, e), P[s, (i, e), c] = sum_a T[e, a, c] x_ia (mu(x_i, .) as a
     matrix, stacked over i)."""
@@ -101,12 +192,20 @@ def all_products(E: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
     return M.transpose(2, 3)
 
 
+CORE_CHUNK_BYTES = 1 << 22
+"""Seeds per pass of `assoc_tensor_direct`'s core: as many as keep its two [n^3 d] buffers
+within about 4 MiB (L2/L3-resident; measured at S = 8: one seed per pass from 24 elements,
+all 8 up to 12)."""
+
+
 def assoc_tensor_direct(E: torch.Tensor, P: torch.Tensor, Rm: torch.Tensor,
                         ws: Workspace) -> torch.Tensor:
     """Mean over all n^3 triples of |mu(m_ij, x_k) - mu(x_i, m_jk)|^2, [S], term by term from
-    the maps P (`left_maps`), Rm (`right_maps`) of the elements: l_ijk = Rm_k m_ij, r_ijk =
-    P_i m_jk, two GEMMs of n^3 d^2 into one [S, n, n d, n] buffer (layout (j, i, e, k)); the
-    gradient is computed in the forward (four GEMMs of n^3 d^2, no n^3 copies)."""
+    the maps P (`left_maps`), Rm (`right_maps`) of the elements: l_ijk = Rm_k m_ij and
+    r_ijk = P_i m_jk as one GEMM of n^3 d^2 each per seed, l in the layout (j, i, e, k)
+    ([n^2, d] x [d, n d]) and r in (i, e, j, k) ([n d, d] x [d, n^2]); the difference is formed
+    in the first and copied to the second, and the gradient is computed in the forward as four
+    GEMMs of the same shapes (no batched products over a small dimension)."""
     M = all_products(E, P)  # [S, i, j, e]
     return _AssocCore.apply(M.transpose(1, 2), M, P, Rm, ws, torch.is_grad_enabled())
 
@@ -116,23 +215,38 @@ class _AssocCore(torch.autograd.Function):
     def forward(ctx, Mt, M, P, Rm, ws, grad):  # noqa: D102
         S, n, _, d = M.shape
         N = n**3
+        need = grad and any(ctx.needs_input_grad[:4])
         Mtf = Mt.reshape(S, n * n, d)  # rows (j, i): m_ij
-        Pe = P[:, None].expand(S, n, n * d, d).reshape(S * n, n * d, d)
-        Mjt = M.transpose(2, 3).reshape(S * n, d, n)  # block j: [c, k] = m_jk[c]
-        D = ws.get("tD", (S * n, n * d, n), M)
-        torch.bmm(Pe, Mjt, out=D)  # r[j, (i, e), k] = (P_i m_jk)_e
-        Dl = D.view(S, n * n, d * n)
-        Dl.baddbmm_(Mtf, Rm, beta=-1.0)  # l - r: l[(j, i), (e, k)] = (Rm_k m_ij)_e
-        Df = D.view(S, -1)
-        loss = torch.linalg.vecdot(Df, Df) / N
-        if not grad or not any(ctx.needs_input_grad[:4]):
-            return loss
+        Mf = M.reshape(S, n * n, d)  # rows (j, k): m_jk
+        loss = M.new_empty(S)
+        if need:
+            gMt, gMT = M.new_empty(S, n * n, d), M.new_empty(S, d, n * n)
+            gP, gRm = torch.empty_like(P), torch.empty_like(Rm)
         c = 2.0 / N
-        gMt = torch.bmm(Dl, Rm.transpose(1, 2)).view(S, n, n, d).mul_(c)
-        gRm = torch.bmm(Mtf.transpose(1, 2), Dl).mul_(c)
-        gP = torch.bmm(D, M.reshape(S * n, n, d)).view(S, n, n * d, d).sum(1).mul_(-c)
-        gM = torch.bmm(Pe.transpose(1, 2), D).view(S, n, d, n).transpose(2, 3).mul(-c)
-        ctx.save_for_backward(gMt, gM, gP, gRm)
+        step = max(1, CORE_CHUNK_BYTES // (2 * N * d * M.element_size()))
+        for s0 in range(0, S, step):
+            sl = slice(s0, min(S, s0 + step))
+            b = sl.stop - s0
+            D1 = ws.get("tD1", (b, n * n, d * n), M)  # (j, i), (e, k)
+            D2 = ws.get("tD2", (b, n * d, n * n), M)  # (i, e), (j, k)
+            torch.bmm(Mtf[sl], Rm[sl], out=D1)  # l: (Rm_k m_ij)_e
+            torch.bmm(P[sl], Mf[sl].transpose(1, 2), out=D2)  # r: (P_i m_jk)_e
+            D1v = D1.view(b, n, n, d, n)
+            D1v.sub_(D2.view(b, n, d, n, n).permute(0, 3, 1, 2, 4))  # l - r
+            Df = D1.view(b, -1)
+            loss[sl] = torch.linalg.vecdot(Df, Df) / N
+            if not need:
+                continue
+            D2.view(b, n, d, n, n).copy_(D1v.permute(0, 2, 3, 1, 4))  # l - r in r's layout
+            torch.bmm(D1, Rm[sl].transpose(1, 2), out=gMt[sl])
+            torch.bmm(Mtf[sl].transpose(1, 2), D1, out=gRm[sl])
+            torch.bmm(D2, Mf[sl], out=gP[sl])
+            torch.bmm(P[sl].transpose(1, 2), D2, out=gMT[sl])
+        if not need:
+            return loss
+        gMt, gRm = gMt.view(S, n, n, d).mul_(c), gRm.mul_(c)
+        gM = gMT.mul_(-c).view(S, d, n, n).permute(0, 2, 3, 1)  # [S, j, k, c]
+        ctx.save_for_backward(gMt, gM, gP.mul_(-c), gRm)
         return loss
 
     @staticmethod

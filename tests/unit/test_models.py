@@ -235,6 +235,55 @@ def test_forge_assoc_every_exact_form_equals_naive(n, d, R, form):
                                    rtol=1e-12, atol=0)
 
 
+@pytest.mark.parametrize("chunk_bytes", [1, 1 << 40])
+def test_forge_tensor_direct_seed_passes_equal_naive(monkeypatch, chunk_bytes):
+    """The d-space term-by-term core processes the seeds in passes sized to the cache: one seed
+    per pass and all at once give the naive loss and gradient (3 seeds, both map routes)."""
+    from grokray.models import structure
+
+    monkeypatch.setattr(structure, "CORE_CHUNK_BYTES", chunk_bytes)
+    for n, d in ((5, 16), (9, 6)):
+        m = Forge(_cfg(arch="forge", **{"model.d": d, "model.rank": 12}), n, n, [0, 1, 2],
+                  dtype=torch.float64)
+        with torch.no_grad():
+            m.params["E"].mul_(3.0)
+        ps = [m.params[k] for k in ("E", "U", "V", "W")]
+        w = torch.tensor([0.7, -1.3, 2.1], dtype=torch.float64)
+        naive = m._assoc_naive(m.params["E"])
+        got = m._assoc_exact(*m._tables(), form="tensor_direct")
+        torch.testing.assert_close(got, naive, rtol=1e-12, atol=0)
+        for x, y in zip(torch.autograd.grad((w * got).sum(), ps),
+                        torch.autograd.grad((w * naive).sum(), ps), strict=True):
+            torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("from_tables", [True, False])
+def test_element_maps_equal_the_structure_tensor_maps(from_tables):
+    """Both routes of structure.element_maps (from the tables, from T) give the maps of
+    left_maps / right_maps through T and, for any incoming gradient, their gradients
+    (float64)."""
+    from grokray.models import structure as st
+    from grokray.models.fused import Workspace
+
+    g = torch.Generator().manual_seed(3)
+    S, n, d, R = 2, 5, 7, 11
+    E, U, V = (torch.randn(S, *s, generator=g, dtype=torch.float64, requires_grad=True)
+               for s in ((n, d), (R, d), (R, d)))
+    W = torch.randn(S, d, R, generator=g, dtype=torch.float64, requires_grad=True)
+    gP, gRm = (torch.randn(S, *s, generator=g, dtype=torch.float64)
+               for s in ((n * d, d), (d, d * n)))
+    T = st.structure_tensor(U, V, W)
+    want = st.left_maps(E, T), st.right_maps(E, T)
+    g_want = torch.autograd.grad(want, (E, U, V, W), (gP, gRm))
+    ws = Workspace()
+    for _ in range(2):  # reused buffers
+        got = st.element_maps(E, U, V, W, ws, from_tables=from_tables)
+        for x, y in zip(got, want, strict=True):
+            torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)
+        for x, y in zip(torch.autograd.grad(got, (E, U, V, W), (gP, gRm)), g_want, strict=True):
+            torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)
+
+
 def test_forge_assoc_form_choice():
     """The cheapest modelled form: R-space term by term for tiny groups, the structure tensor
     from about 12 elements at R 256 (d 32), its Gram form for A5; R-space Gram at small R."""
