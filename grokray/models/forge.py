@@ -331,7 +331,8 @@ class Forge:
         if form == "gram":
             return self._assoc_full(Ut, Vt)
         if form == "tensor_gram":
-            return assoc_tensor_gram(E, structure_tensor(p["U"], p["V"], p["W"], self.ws))
+            return assoc_tensor_gram(E, structure_tensor(p["U"], p["V"], p["W"], self.ws),
+                                     self.ws)
         # the maps from the tables (O(n R d^2)) while 2 n < d, else from T (O(d^3 R))
         P, Rm = element_maps(E, p["U"], p["V"], p["W"], self.ws)
         return assoc_tensor_direct(E, P, Rm, self.ws)

@@ -91,9 +91,10 @@ class _Maps(torch.autograd.Function):
         Ut, Vt = torch.bmm(E, U.transpose(1, 2)), torch.bmm(E, V.transpose(1, 2))  # [S, n, R]
         UW = torch.mul(Ut[:, :, None, :], W[:, None], out=ws.get("mUW", (S, n, d, R), E))
         P = torch.bmm(UW.view(S, n * d, R), V)  # [S, (i, e), c]
-        WV = torch.mul(Wt[:, :, :, None], Vt.transpose(1, 2)[:, :, None, :],
-                       out=ws.get("mWV", (S, R, d, n), E))  # [p, e, k]
-        Rm = torch.bmm(U.transpose(1, 2), WV.view(S, R, d * n))  # [S, a, (e, k)]
+        WV = torch.mul(Vt.transpose(1, 2)[:, :, :, None], Wt[:, :, None, :],
+                       out=ws.get("mWV", (S, R, n, d), E))  # [p, k, e]: inner dim d, not n
+        Rm = torch.bmm(U.transpose(1, 2), WV.view(S, R, n * d))  # [S, a, (k, e)]
+        Rm = Rm.view(S, d, n, d).transpose(2, 3).reshape(S, d, d * n)  # [S, a, (e, k)]
         ctx.save_for_backward(E, U, V, W, Ut, Vt)
         return P, Rm
 
@@ -123,14 +124,14 @@ class _Maps(torch.autograd.Function):
         gUW = torch.bmm(gP, V.transpose(1, 2), out=UW.view(S, n * d, R)).view(S, n, d, R)
         gW = torch.mul(gUW, Ut[:, :, None, :]).sum(1)  # [S, e, p]
         gUt = gUW.mul_(W[:, None]).sum(2)  # [S, i, p]
-        # Rm = U^T WV with WV[p, (e, k)] = W[e, p] Vt[k, p]
-        Wt = W.transpose(1, 2)
-        WV = torch.mul(Wt[:, :, :, None], Vt.transpose(1, 2)[:, :, None, :],
-                       out=ws.get("mWV", (S, R, d, n), E))
-        gU = torch.bmm(WV.view(S, R, d * n), gRm.transpose(1, 2))  # [S, p, a]
-        gWV = torch.bmm(U, gRm, out=WV.view(S, R, d * n)).view(S, R, d, n)  # [S, p, e, k]
-        gW += torch.linalg.vecdot(gWV, Vt.transpose(1, 2)[:, :, None, :]).transpose(1, 2)
-        gVt = gWV.mul_(Wt[:, :, :, None]).sum(2).transpose(1, 2)  # [S, k, p]
+        # Rm = U^T WV with WV[p, (k, e)] = Vt[k, p] W[e, p], then (k, e) -> (e, k)
+        Wt, VtT = W.transpose(1, 2), Vt.transpose(1, 2)  # [S, R, d], [S, R, n]
+        gRm = gRm.reshape(S, d, d, n).transpose(2, 3).reshape(S, d, n * d)  # [S, a, (k, e)]
+        WV = torch.mul(VtT[:, :, :, None], Wt[:, :, None, :], out=ws.get("mWV", (S, R, n, d), E))
+        gU = torch.bmm(WV.view(S, R, n * d), gRm.transpose(1, 2))  # [S, p, a]
+        gWV = torch.bmm(U, gRm, out=WV.view(S, R, n * d)).view(S, R, n, d)  # [S, p, k, e]
+        gW += torch.matmul(VtT[:, :, None, :], gWV).view(S, R, d).transpose(1, 2)
+        gVt = torch.matmul(gWV, Wt[:, :, :, None]).view(S, R, n).transpose(1, 2)  # [S, k, p]
         # the tables: Ut = E U^T, Vt = E V^T
         gE = torch.bmm(gUt, U).baddbmm_(gVt, V)
         gU.baddbmm_(gUt.transpose(1, 2), E)
@@ -254,31 +255,77 @@ class _AssocCore(torch.autograd.Function):
         return (*_scale(ctx.saved_tensors, g), None, None)
 
 
-def assoc_tensor_gram(E: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
+def assoc_tensor_gram(E: torch.Tensor, T: torch.Tensor, ws: Workspace | None = None
+                      ) -> torch.Tensor:
     """The same loss as `assoc_tensor_direct` from T and the Gram matrix G = E^T E alone, [S]:
     every sum over the elements is a contraction with G (each m_ij = T(x_i, x_j) is bilinear
-    in the elements), so the cost is O(d^5), whatever n. Plain torch ops (autograd).
+    in the elements), so the cost is O(d^5), whatever n.
 
         sum |l|^2 = <T, G_M ._a T ._c G>,  sum |r|^2 = <T, G ._a T ._c G_M>,
         G_M = sum_ij m_ij m_ij^T, G_M[e, e'] = <T_e, G T_e' G>,
         sum l.r = sum T[e,a,c'] T[a,b,b'] T[e,a',c] T[c,f,f'] G[b,a'] G[b',f] G[c',f']
-                = sum Q[f',b',c] X[c,b',f'],  X[a,a',b'] = sum_b T[a,b,b'] G[b,a'],
-                  Q[f',b',c] = sum_{e,a,a'} T[e,a,c'] G[c',f'] X[a,a',b'] T[e,a',c]  (2 d^5)
-    """
+                = sum K1[e,a',b',f'] K2[e,a',b',f'],  X[a,a',b'] = sum_b G[a',b] T[a,b,b'],
+                  K1[e,a',b',f'] = sum_c T[e,a',c] X[c,b',f'],
+                  K2[e,a',b',f'] = sum_a Z[e,a,f'] X[a,a',b'],  Z[e,a,f'] = sum_c T[e,a,c] G[c,f']
+    The squared norms are O(d^4) (autograd); the cross term (`_GramCross`) is two GEMMs
+    [d^2, d] x [d, d^2] per seed and its gradient four GEMMs of d^5 with K = d^2, computed in
+    the forward, the seeds in cache-sized passes."""
     S, n, d = E.shape
     G = torch.bmm(E.transpose(1, 2), E)  # [S, d, d]
     Gb = G[:, None]
-    Y = torch.matmul(Gb, torch.matmul(T, Gb))  # [e, a', c']: G T_e G
+    TG = torch.bmm(T.reshape(S, d * d, d), G).view(S, d, d, d)  # Z[e, a, f'] = T ._3 G
+    Y = torch.matmul(Gb, TG)  # [e, a', c']: G T_e G
     GM = torch.bmm(T.reshape(S, d, d * d), Y.reshape(S, d, d * d).transpose(1, 2))
     ll = _gram_norm(T, GM, G)  # sum_ijk |mu(m_ij, x_k)|^2
     rr = _gram_norm(T, G, GM)  # sum_ijk |mu(x_i, m_jk)|^2
-    X = torch.matmul(T.transpose(2, 3), Gb).transpose(2, 3)  # [a, a', b']
-    Z1 = torch.matmul(T, Gb)  # [e, a, f'] = sum_c' T[e, a, c'] G[c', f']
-    Q = torch.bmm(Z1.transpose(2, 3).reshape(S, d * d, d), X.reshape(S, d, d * d))
-    Q = Q.view(S, d, d, d, d).permute(0, 2, 4, 1, 3).reshape(S, d * d, d * d)  # [(f',b'),(e,a')]
-    Q = torch.bmm(Q, T.reshape(S, d * d, d)).view(S, d, d, d)  # [f', b', c]
-    lr = (Q * X.permute(0, 3, 2, 1)).sum((1, 2, 3))  # sum_ijk l.r
+    X = torch.matmul(Gb, T)  # [a, a', b'] = sum_b G[a', b] T[a, b, b']
+    Zq = TG.transpose(1, 2).contiguous()  # [a, e, f']
+    lr = _GramCross.apply(T, X, Zq, ws if ws is not None else Workspace(),
+                          torch.is_grad_enabled())  # sum_ijk l.r
     return (ll + rr - 2.0 * lr) / n**3
+
+
+class _GramCross(torch.autograd.Function):
+    """sum_e <K1_e, K2_e> (see assoc_tensor_gram) from T [e, a', c], X [c, b', f'] and
+    Zq [a, e, f'] = Z[e, a, f'] (all [S, d, d, d], contiguous). K1 is formed in the layout
+    (e, (a', b'), f') and K2 in ((a', b'), e, f'): f' stays the inner dim of both, so the
+    swaps between them move rows of d floats (a swap that moved single floats, at a stride of
+    d^2, ran at a twentieth of the speed)."""
+
+    @staticmethod
+    def forward(ctx, T, X, Zq, ws, grad):  # noqa: D102
+        S, d = T.shape[:2]
+        dd = d * d
+        need = grad and any(ctx.needs_input_grad[:3])
+        out = T.new_empty(S)
+        if need:
+            gT, gX, gZ = torch.empty_like(T), torch.empty_like(X), torch.empty_like(Zq)
+        step = max(1, CORE_CHUNK_BYTES // (3 * dd * dd * T.element_size()))
+        for s0 in range(0, S, step):
+            sl = slice(s0, min(S, s0 + step))
+            b = sl.stop - s0
+            Tf, Xf, Zf = T[sl].reshape(b, dd, d), X[sl].reshape(b, d, dd), Zq[sl].reshape(b, d, dd)
+            K1 = torch.bmm(Tf, Xf, out=ws.get("gK1", (b, dd, dd), T))  # [(e, a'), (b', f')]
+            K2 = torch.bmm(Xf.transpose(1, 2), Zf, out=ws.get("gK2", (b, dd, dd), T))
+            K2t = K2.view(b, dd, d, d).transpose(1, 2)  # [e, (a', b'), f'], K1's layout
+            if not need:
+                out[sl] = torch.linalg.vecdot(K1.view(b, d, dd, d), K2t).sum((1, 2))
+                continue
+            gK1 = ws.get("gK3", (b, dd, dd), T)  # d out / d K1 = K2, in K1's layout
+            gK1.view(b, d, dd, d).copy_(K2t)
+            out[sl] = torch.linalg.vecdot(K1.view(b, -1), gK1.view(b, -1))
+            gK2 = K2.view(b, dd, d, d).copy_(K1.view(b, d, dd, d).transpose(1, 2)).view(b, dd, dd)
+            torch.bmm(gK1, Xf.transpose(1, 2), out=gT[sl].view(b, dd, d))
+            torch.bmm(Tf.transpose(1, 2), gK1, out=gX[sl].view(b, d, dd))
+            gX[sl].view(b, d, dd).baddbmm_(Zf, gK2.transpose(1, 2))
+            torch.bmm(Xf, gK2, out=gZ[sl].view(b, d, dd))
+        if need:
+            ctx.save_for_backward(gT, gX, gZ)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):  # noqa: D102
+        return (*_scale(ctx.saved_tensors, g), None, None)
 
 
 def _gram_norm(T: torch.Tensor, GA: torch.Tensor, GC: torch.Tensor) -> torch.Tensor:
@@ -287,6 +334,23 @@ def _gram_norm(T: torch.Tensor, GA: torch.Tensor, GC: torch.Tensor) -> torch.Ten
     Y = torch.bmm(T.reshape(S, d * d, d), GC).view(S, d, d, d)  # [e, a, c']
     Y = torch.matmul(GA[:, None], Y)  # [e, a', c']: GA symmetric
     return (Y * T).sum((1, 2, 3))
+
+
+def assoc_macs(form: str, n: int, d: int, R: int) -> int:
+    """Multiply-adds of the GEMMs of one L_assoc forward + backward per seed in each exact form,
+    the maps (P, Rm or T) and the products m_ij included; elementwise passes not counted. The
+    arithmetic floor beside which benchmarks/bench_forge_step.py prints the measured step."""
+    if form == "tensor_direct":
+        maps = 2 * n * R * d * d + 2 * n * R * d if 2 * n < d else d**3 * R + 2 * n * d**3
+        return 3 * (maps + n * n * d * d) + 6 * n**3 * d * d
+    if form == "tensor_gram":
+        return 3 * (d**3 * R + n * d * d + 2 * d**5 + 10 * d**4)
+    if form == "direct":
+        return 3 * n**3 * R * d + 9 * n * n * R * d
+    if form == "gram":
+        cross = n * n * R * R if n <= d else n * n * d * d + n * R * R * d
+        return 9 * n * n * R * d + 12 * R * R * d + 3 * cross + 8 * n * R * R
+    raise ValueError(f"unknown L_assoc form {form!r}")
 
 
 def assoc_cost(form: str, n: int, d: int, R: int) -> float:

@@ -236,13 +236,14 @@ def test_forge_assoc_every_exact_form_equals_naive(n, d, R, form):
 
 
 @pytest.mark.parametrize("chunk_bytes", [1, 1 << 40])
-def test_forge_tensor_direct_seed_passes_equal_naive(monkeypatch, chunk_bytes):
-    """The d-space term-by-term core processes the seeds in passes sized to the cache: one seed
-    per pass and all at once give the naive loss and gradient (3 seeds, both map routes)."""
+def test_forge_tensor_forms_seed_passes_equal_naive(monkeypatch, chunk_bytes):
+    """The d-space forms process the seeds in passes sized to the cache: one seed per pass and
+    all at once give the naive loss and gradient (3 seeds; term by term with both map routes,
+    and Gram)."""
     from grokray.models import structure
 
     monkeypatch.setattr(structure, "CORE_CHUNK_BYTES", chunk_bytes)
-    for n, d in ((5, 16), (9, 6)):
+    for n, d, form in ((5, 16, "tensor_direct"), (9, 6, "tensor_direct"), (9, 6, "tensor_gram")):
         m = Forge(_cfg(arch="forge", **{"model.d": d, "model.rank": 12}), n, n, [0, 1, 2],
                   dtype=torch.float64)
         with torch.no_grad():
@@ -250,7 +251,7 @@ def test_forge_tensor_direct_seed_passes_equal_naive(monkeypatch, chunk_bytes):
         ps = [m.params[k] for k in ("E", "U", "V", "W")]
         w = torch.tensor([0.7, -1.3, 2.1], dtype=torch.float64)
         naive = m._assoc_naive(m.params["E"])
-        got = m._assoc_exact(*m._tables(), form="tensor_direct")
+        got = m._assoc_exact(*m._tables(), form=form)
         torch.testing.assert_close(got, naive, rtol=1e-12, atol=0)
         for x, y in zip(torch.autograd.grad((w * got).sum(), ps),
                         torch.autograd.grad((w * naive).sum(), ps), strict=True):
