@@ -126,7 +126,7 @@ def aux_ms(group: str, seeds: int, repeats: int) -> dict[str, float]:
 
     forms = [f for f in (*EXACT, "sampled")
              if not (f == "direct" and S * n**3 * R > DIRECT_ASSOC_MAX)
-             and not (f == "tensor_direct" and S * n**3 * d > DIRECT_ASSOC_MAX)]
+             and not (f == "tensor_direct" and n**3 * d > DIRECT_ASSOC_MAX)]
     best = {f: float("inf") for f in forms}
     for f in forms:
         run(f)  # warm buffers

@@ -59,8 +59,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DIRECT_ASSOC_MAX = 1 << 25
 """Largest buffer (elements) of a term-by-term exact L_assoc: S n^3 R for the R-space form
-(models/fused.py assoc_all), S n^3 d for the d-space one (models/structure.py); above it the
-Gram forms."""
+(models/fused.py assoc_all), n^3 d per seed for the d-space one (models/structure.py, which
+takes the seeds in passes); above it the Gram forms."""
 
 
 def assoc_form(n: int, d: int, R: int, S: int = 1) -> str:
@@ -71,12 +71,12 @@ def assoc_form(n: int, d: int, R: int, S: int = 1) -> str:
     forms = ["gram", "tensor_gram"]
     if S * n**3 * R <= DIRECT_ASSOC_MAX:
         forms.append("direct")
-    if S * n**3 * d <= DIRECT_ASSOC_MAX:
+    if n**3 * d <= DIRECT_ASSOC_MAX:
         forms.append("tensor_direct")
     return min(forms, key=lambda f: assoc_cost(f, n, d, R))
 
 
-# the same choice inside Forge._aux: left_maps_uv / right_maps_uv while 2 n < d, else T
+# the maps inside tensor_direct (structure.element_maps): from the tables while 2 n < d, else T
 
 
 @dataclass

@@ -359,16 +359,17 @@ def assoc_cost(form: str, n: int, d: int, R: int) -> float:
     Forge._assoc_full). GEMM work counts 3x its forward; elementwise passes over the big
     intermediates and output-bound GEMMs carry weights fitted to benchmarks/bench_algebra_loss.py
     --aux (S = 8, d 32, R 256; docs: benchmarks/README.md)."""
-    # P, Rm from the tables (2 n < d; autograd reduces over [S, n, d, R]: weight 2) or from T
+    # P, Rm from the tables (2 n < d; passes over [S, n, d, R]: weight 2) or from T
     maps = 3 * (4 * n * R * d * d if 2 * n < d else d**3 * R + 2 * n * d**3)
     if form == "tensor_direct":
         return maps + 3 * n * n * d * d + 6 * n**3 * d * d + 4 * n**3 * d
-    if form == "tensor_gram":
-        return 3 * d**3 * R + 3 * n * d * d + 20 * d**5
+    if form == "tensor_gram":  # d^5: 2 GEMMs forward, 4 backward, and the swaps of d^4
+        return 3 * d**3 * R + 3 * n * d * d + 8 * d**5
     if form == "direct":
         return 9 * n * n * R * d + 3 * n**3 * R * d + 12 * n**3 * R
     if form == "gram":
         cross = n * n * R * R if n <= d else n * n * d * d + n * R * R * d
-        # measured 3-5x slower per multiply-add than the other forms ([S, n, R, R] passes)
-        return 4 * (9 * n * n * R * d + 12 * R * R * d + 3 * cross + 8 * n * R * R)
+        # its R x R work measured 3-5x slower per multiply-add than the other forms ([S, n, R,
+        # R] passes); weight 1 on the n^2 R d GEMMs (A5 at R 64: 47 ms vs 68 for tensor_gram)
+        return 9 * n * n * R * d + 4 * (12 * R * R * d + 3 * cross + 8 * n * R * R)
     raise ValueError(f"unknown L_assoc form {form!r}")
