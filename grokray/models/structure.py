@@ -14,9 +14,12 @@ triples (l_ijk = mu(m_ij, x_k), r_ijk = mu(x_i, m_jk), m_ij = mu(x_i, x_j)) is t
 
 instead of the R-space forms' O(n^3 R d) (term by term) or O(n^2 R^2) (Gram) in
 models/forge.py: at d 32, R 256 the term-by-term d-space form does 8x fewer multiply-adds than
-the R-space one, and the Gram form's cost does not grow with n. The term-by-term form computes
-its gradient in the forward (as models/fused.py does); T and the Gram form use autograd (GEMMs
-of the same shapes). `forge.assoc_form` picks the cheapest form by `assoc_cost`.
+the R-space one, and the Gram form's cost does not grow with n. The term-by-term core and the
+Gram form's cross term compute their gradients in the forward (as models/fused.py does), as
+single well-shaped GEMMs per seed, the seeds in cache-sized passes; the maps (`element_maps`)
+and T have hand-written GEMM backwards; the Gram form's O(d^4) parts use autograd.
+`forge.assoc_form` picks the cheapest form by `assoc_cost`; `assoc_macs` counts the GEMM
+multiply-adds of each (the arithmetic floor).
 """
 
 from __future__ import annotations
