@@ -180,7 +180,9 @@ def main(args: argparse.Namespace) -> int:
 
 def _session(spec: Any, args: argparse.Namespace) -> Any:  # noqa: ANN401
     """The Ray session every sweep shares (None with --local): entering it starts an embedded
-    Ray or joins --address; the sweeps' own backends then find Ray connected and leave it up."""
+    Ray or joins --address; the sweeps' own backends then find Ray connected and leave it up,
+    with their warm trial workers (`grokray.sweep.pool`) for the next sweep; leaving the
+    session stops them."""
     if args.local:
         return None
     from grokray.sweep.backend import make_backend
@@ -218,7 +220,7 @@ def _run_sweep(plan: Any, args: argparse.Namespace, progress: LedgerProgress,  #
             if lock.notice:
                 print(lock.notice, file=sys.stderr, flush=True)
             backend = make_backend(spec, plan.run_id, local=args.local, address=args.address,
-                                   num_cpus=args.num_cpus)
+                                   num_cpus=args.num_cpus, keep_warm=True)
             with display, backend:
                 run_plan(plan, backend, display, writer)
     except KeyboardInterrupt:

@@ -160,11 +160,14 @@ def outcome_summary(outcome: Outcome) -> dict[str, float]:
 
 
 def make_backend(spec: Any, run_id: str, *, local: bool = False, address: str | None = None,
-                 num_cpus: int | None = None) -> LocalBackend | RayBackend:
+                 num_cpus: int | None = None, keep_warm: bool = False,
+                 ) -> LocalBackend | RayBackend:
     """The backend a sweep command runs `spec` on (a SweepSpec): in process with `local`, else
     Ray Tune on the cluster at `address` (or RAY_ADDRESS), else an embedded local Ray with
-    `num_cpus` CPUs. Tune keeps its experiment state under `<sweep dir>/_ray`. Used by
-    `grokray sweep` and `grokray reproduce`; entering the backend connects (or starts) Ray."""
+    `num_cpus` CPUs, where a grid runs on warm workers (`grokray.sweep.pool`; `keep_warm`:
+    leave them up for the next sweep of the same Ray session). Tune keeps its experiment state
+    under `<sweep dir>/_ray`. Used by `grokray sweep` and `grokray reproduce`; entering the
+    backend connects (or starts) Ray."""
     if local:
         return LocalBackend()
     from grokray.files import join_uri
@@ -172,10 +175,11 @@ def make_backend(spec: Any, run_id: str, *, local: bool = False, address: str | 
     storage = join_uri(spec.sweep_dir, "_ray")
     if "://" not in storage:
         storage = os.path.abspath(storage)
+    joined = bool(address or os.environ.get("RAY_ADDRESS"))
     return RayBackend(
         name=f"{spec.name}-{run_id}", storage_path=storage, cpu=spec.cpu, gpu=spec.gpu,
         concurrency=spec.concurrency, retries=spec.retries, address=address,
-        num_cpus=num_cpus,
+        num_cpus=num_cpus, warm=not joined, keep_warm=keep_warm,
     )
 
 
@@ -325,6 +329,8 @@ class RayBackend:
         address: str | None = None,
         num_cpus: int | None = None,
         trial_fn: TrialFn | None = None,
+        warm: bool = False,
+        keep_warm: bool = False,
     ):
         self.name = name
         """Tune experiment name"""
@@ -336,6 +342,10 @@ class RayBackend:
         self.address = address
         self.num_cpus = num_cpus
         self.trial_fn = trial_fn
+        self.warm = warm
+        """a grid runs on warm workers (`grokray.sweep.pool`), not on Ray Tune"""
+        self.keep_warm = keep_warm
+        """leaving the backend leaves the warm workers up (the next sweep of the session)"""
         self.started_ray = False
 
     def __enter__(self) -> RayBackend:
@@ -405,9 +415,14 @@ class RayBackend:
             )
 
     def shutdown(self) -> None:
-        """Stop the embedded Ray started by `connect` (not a cluster we joined)."""
+        """Stop the embedded Ray started by `connect` (not a cluster we joined), and the warm
+        workers unless `keep_warm` (and Ray stays up)."""
         import ray
 
+        from grokray.sweep import pool
+
+        if self.started_ray or not self.keep_warm:
+            pool.release()
         if self.started_ray:
             ray.shutdown()
             self.started_ray = False
@@ -417,17 +432,38 @@ class RayBackend:
     def run(self, configs: Sequence[TrialConfig], sink: Sink) -> None:
         if not configs:
             return
-        self._run(list(configs), None, sink)
+        if self.warm:
+            self._run_warm(list(configs), sink)
+        else:
+            self._run(list(configs), None, sink)
 
     def run_search(self, search: SearchRun, sink: Sink) -> None:
         if search.num_samples < 1:
             return
         self._run([search.base], search, sink)
 
+    def _run_warm(self, configs: list[TrialConfig], sink: Sink) -> None:
+        """A grid on the warm workers (`grokray.sweep.pool`); tiny configs batched alike."""
+        from grokray.sweep import pool
+
+        self.connect()  # a no-op inside `with backend:`
+        self.check_resources()
+        slots = self._slots()
+        try:
+            pool.run_batches(configs, tiny_batches(configs, slots), sink,
+                             trial_fn=self.trial_fn, cpu=self.cpu, gpu=self.gpu, slots=slots,
+                             retries=self.retries)
+        except BaseException:  # an interrupt or a write error: what still runs is dropped
+            pool.release()
+            raise
+
     def _run(self, pending: list[TrialConfig], search: SearchRun | None, sink: Sink) -> None:
+        from grokray.sweep import pool
+
         self.connect()  # a no-op inside `with backend:`
         self._quiet()
         self.check_resources()
+        pool.release()  # warm workers of an earlier sweep would hold the CPUs Tune needs
         lost: list[Outcome] = []
         # Tune retries a lost trial itself (FailureConfig), but a retry can land on a cached
         # actor of the node that just died; what Tune gives up on gets fresh rounds here
