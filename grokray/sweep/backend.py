@@ -1,6 +1,7 @@
 """Where trials run: `RayBackend` (Ray Tune) and `LocalBackend` (in this process), one interface.
 
-This is the only module of grokray that imports Ray (lazily, inside `RayBackend`).
+This module and `grokray.sweep.pool` (warm trial workers) are the only ones of grokray that
+import Ray (lazily, inside `RayBackend` and the pool's functions).
 
 Both backends take a list of `TrialConfig` (each with the seeds still to run), call `sink.started`
 when a trial starts and `sink.finished(outcome)` when it ends, on the driver, in this process.
@@ -10,13 +11,17 @@ becomes an `Outcome` with `error` set (the sweep goes on). On Ray, a lost worker
 is retried (`FailureConfig(max_failures=retries)`); when the retries are spent the outcome holds
 Ray's error.
 
-Ray Tune is set up for many short trials: actors are reused between trials, Tune's per-trial
-loggers (JSON/CSV/TensorBoard) and its console reporter are off, worker output goes to Ray's log
-files only, and a trial's result (pickled `TrialResult`) travels back in its final
-`tune.report` and is dropped from Tune's state once the sink has it. Tiny configs (see
-`tiny_batches`) share one Tune trial, several in a row: Tune costs about 0.1 s per trial on a
-2-core machine, more than a tiny trial itself (benchmarks/bench_sweep_overhead.py). The sink's
-Parquet writes run on its own thread (`runner.Writer`), so Tune's callbacks return at once.
+On an embedded local Ray (`make_backend` without an address) a grid runs on warm trial
+workers, plain Ray actors kept for the Ray session (`grokray.sweep.pool`): no Tune experiment
+per sweep, and no fresh worker processes importing torch for each sweep of a `grokray
+reproduce`. Searches and joined clusters run on Ray Tune, set up for many short trials: actors
+are reused between trials, Tune's per-trial loggers (JSON/CSV/TensorBoard) and its console
+reporter are off, worker output goes to Ray's log files only, and a trial's result (pickled
+`TrialResult`) travels back in its final `tune.report` and is dropped from Tune's state once the
+sink has it. Tiny configs (see `tiny_batches`) share one Tune trial (or one call of a warm
+worker), several in a row: Tune costs about 0.1 s per trial on a 2-core machine, more than a
+tiny trial itself (benchmarks/bench_sweep_overhead.py). The sink's Parquet writes run on its own
+thread (`runner.Writer`), so the backend's event loop returns at once.
 """
 
 from __future__ import annotations
