@@ -57,7 +57,7 @@ def _worker_class() -> Any:
         def run(self, configs: list[dict[str, Any]], trial_fn: Any) -> bytes:
             import ray
 
-            from grokray.sweep.backend import default_trial_fn, execute
+            from grokray.sweep.outcome import default_trial_fn, execute
 
             node = ray.get_runtime_context().get_node_id()
             outs = []
@@ -138,7 +138,7 @@ def run_batches(configs: Sequence[TrialConfig], batches: Sequence[Sequence[int]]
     import ray
     from ray import exceptions as rx
 
-    from grokray.sweep.backend import Outcome, one_line
+    from grokray.sweep.outcome import Outcome, one_line
 
     dicts = [c.to_dict() for c in configs]
     fn_ref = ray.put(trial_fn)
