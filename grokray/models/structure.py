@@ -197,9 +197,17 @@ def all_products(E: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
 
 
 CORE_CHUNK_BYTES = 1 << 22
-"""Seeds per pass of `assoc_tensor_direct`'s core: as many as keep its two [n^3 d] buffers
-within about 4 MiB (L2/L3-resident; measured at S = 8: one seed per pass from 24 elements,
-all 8 up to 12)."""
+"""On CPU, seeds per pass of `assoc_tensor_direct`'s core and of `assoc_tensor_gram`'s cross
+term: as many as keep their buffers ([n^3 d] x 2, [d^4] x 3 per seed) within about 4 MiB
+(cache-resident; measured at S = 8: one seed per pass from 24 elements, all 8 up to 12). On a
+GPU every seed in one pass."""
+
+
+def _seeds_per_pass(S: int, per_seed: int, like: torch.Tensor) -> int:
+    """Seeds per pass for buffers of `per_seed` elements per seed (see CORE_CHUNK_BYTES)."""
+    if like.device.type != "cpu":
+        return S
+    return max(1, CORE_CHUNK_BYTES // (per_seed * like.element_size()))
 
 
 def assoc_tensor_direct(E: torch.Tensor, P: torch.Tensor, Rm: torch.Tensor,
@@ -227,7 +235,7 @@ class _AssocCore(torch.autograd.Function):
             gMt, gMT = M.new_empty(S, n * n, d), M.new_empty(S, d, n * n)
             gP, gRm = torch.empty_like(P), torch.empty_like(Rm)
         c = 2.0 / N
-        step = max(1, CORE_CHUNK_BYTES // (2 * N * d * M.element_size()))
+        step = _seeds_per_pass(S, 2 * N * d, M)
         for s0 in range(0, S, step):
             sl = slice(s0, min(S, s0 + step))
             b = sl.stop - s0
@@ -303,7 +311,7 @@ class _GramCross(torch.autograd.Function):
         out = T.new_empty(S)
         if need:
             gT, gX, gZ = torch.empty_like(T), torch.empty_like(X), torch.empty_like(Zq)
-        step = max(1, CORE_CHUNK_BYTES // (3 * dd * dd * T.element_size()))
+        step = _seeds_per_pass(S, 3 * dd * dd, T)
         for s0 in range(0, S, step):
             sl = slice(s0, min(S, s0 + step))
             b = sl.stop - s0
