@@ -21,7 +21,9 @@ The last columns time one step of each mode and of the matched-budget MLP on the
 times L_assoc alone (forward + backward, ms of process CPU time, best of --repeats rounds that
 alternate the forms): the four exact forms (R-space term by term, models/fused.py assoc_all, and
 Gram, Forge._assoc_full; through the structure tensor, models/structure.py, term by term and
-Gram) and the sampled one (forge.alg_samples triples), and the form forge.assoc_form picks.
+Gram) and the sampled one (forge.alg_samples triples), and the form forge.assoc_form picks;
+with `--old-tree DIR` also that checkout's FORGE on the same parameters, in the form it picks
+(column 'old'; e.g. a `git archive` of an older main).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import argparse
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -39,6 +42,7 @@ from grokray.trainer import run_trial
 MODES = {"exact": {"forge.alg_full_max": 64}, "sampled": {"forge.alg_full_max": 0}}
 GROUPS = "S3,D4,A4,Q8,D6,Dic3,F21,S4,Heis3,A5"
 EXTRA: dict = {}  # --set overrides, for every run
+OLD: dict = {}  # "Forge": the --old-tree model class (bench_forge_step.load_old_forge)
 
 
 def cfg_of(group: str, arch: str, seeds: int, steps: int, over: dict) -> TrialConfig:
@@ -117,16 +121,28 @@ def aux_ms(group: str, seeds: int, repeats: int) -> dict[str, float]:
 
     def run(form: str) -> None:
         Ut, Vt = m._tables()
-        if form == "sampled":
+        if form == "old":
+            loss = old._assoc_exact(Ut, Vt)
+        elif form == "sampled":
             i, j, k = idx[..., 0], idx[..., 1], idx[..., 2]
             loss = assoc_sampled(Ut, Vt, p["U"], p["V"], p["W"], i, j, k, m.ws)
         else:
             loss = m._assoc_exact(Ut, Vt, form)
         torch.autograd.grad(loss.sum(), ps, allow_unused=True)
 
+    old = None
+    if OLD:  # the same parameters in the --old-tree FORGE, its own choice of form
+        from grokray.models.fused import Workspace
+
+        old = object.__new__(OLD["Forge"])
+        old.__dict__.update(m.__dict__)
+        old.ws = Workspace()
+
     forms = [f for f in (*EXACT, "sampled")
              if not (f == "direct" and S * n**3 * R > DIRECT_ASSOC_MAX)
              and not (f == "tensor_direct" and n**3 * d > DIRECT_ASSOC_MAX)]
+    if old is not None:
+        forms.append("old")
     best = {f: float("inf") for f in forms}
     for f in forms:
         run(f)  # warm buffers
@@ -152,8 +168,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--aux", action="store_true", help="only L_assoc, per form")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="config override for every run, e.g. model.rank=64")
+    ap.add_argument("--old-tree", default=None, metavar="DIR",
+                    help="--aux: also time the L_assoc of this checkout's FORGE (column 'old')")
     args = ap.parse_args(argv)
     EXTRA.update(kv.split("=", 1) for kv in args.set)
+    if args.old_tree:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_forge_step import load_old_forge
+
+        OLD["Forge"] = load_old_forge(args.old_tree)
     torch.set_num_threads(args.threads)
     if args.aux:
         from grokray.models.forge import assoc_form
@@ -164,13 +187,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"L_assoc forward + backward, ms of process CPU time, S = {args.seeds}, d "
               f"{probe.d}, R {probe.rank}, best of {reps}; '-': its n^3 buffer is over "
               "forge.DIRECT_ASSOC_MAX", flush=True)
-        print(f"{'group':7s} {'n':>3s} " + " ".join(f"{f:>13s}" for f in (*EXACT, "sampled"))
+        cols = (*EXACT, "sampled", *(("old",) if OLD else ()))
+        print(f"{'group':7s} {'n':>3s} " + " ".join(f"{f:>13s}" for f in cols)
               + "  chosen", flush=True)
         for group in args.groups.split(","):
             n = make_task(group).n_in
             b = aux_ms(group, args.seeds, reps)
-            cells = " ".join(f"{'-' if f not in b else f'{b[f]:.2f}':>13s}"
-                             for f in (*EXACT, "sampled"))
+            cells = " ".join(f"{'-' if f not in b else f'{b[f]:.2f}':>13s}" for f in cols)
             print(f"{group:7s} {n:3d} {cells}  {assoc_form(n, probe.d, probe.rank, args.seeds)}",
                   flush=True)
         return 0
