@@ -34,9 +34,11 @@ __all__ = ["Progress", "ProgressFn", "resolve_device", "run_trial", "train"]
 
 LOGIT_BUDGET = 1 << 24  # elements of one eval logits chunk [S, chunk, n_out]
 TRAIN_LOGIT_BUDGET = 1 << 25  # elements of one training logits chunk (gradient accumulation)
-CPU_CHUNK_BUDGET = 1 << 20  # on CPU, training and eval chunks of at most this many logits:
-# cache-sized working sets (the fused losses are flat from 256 to 2352 pairs at Z97, S = 8, and
-# 20% slower as one 4704-pair chunk; benchmarks/README.md); on CUDA one big chunk is best
+CPU_CHUNK_BUDGET = 1 << 18  # on CPU, training and eval chunks of at most this many logits:
+# cache-sized working sets. At Z97, S = 8 (337 pairs a chunk; was 1 << 20, 1351 pairs) FORGE's
+# step is 1.3x faster (its [S, chunk, R] buffers, R = 256, then stay in the L3 cache), the
+# transformer's 1.03x, the MLP's the same; 84 pairs is too small (Python per chunk); on CUDA one
+# big chunk is best (benchmarks/README.md, issue 19's fifth session)
 
 
 def train(run: TrialRun) -> None:

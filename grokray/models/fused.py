@@ -168,10 +168,10 @@ class _MLPLoss(torch.autograd.Function):
             H, tmp = ws.get("h", (S, c, h), Ta), ws.get("h2", (S, c, h), Ta)
             torch.index_select(Ta2, 0, ja, out=H.view(S * c, h))
             torch.index_select(Tb2, 0, jb, out=tmp.view(S * c, h))
-            H.add_(tmp)  # pre-activation [S, c, h]
-            if relu:
-                Z = H.clamp_min_(0.0)
+            if relu:  # add and relu in one pass (aten's fused _add_relu_), in place on H
+                Z = torch.ops.aten._add_relu_.Tensor(H, tmp)
             else:
+                H.add_(tmp)  # pre-activation [S, c, h]
                 pre = H.detach().requires_grad_()
                 with torch.enable_grad():
                     Z = act(pre)
