@@ -34,8 +34,9 @@ so in the last block only the query at position T-1 is needed (keys and values s
 positions) and the MLP runs on that position only; earlier blocks run on all positions (later
 blocks read their keys and values). In a 1-layer model the stream before attention is a function
 of one token per position, so its norm, values, keys and the query come from per-token tables
-(`_first_attention_last`) and a pair only gathers rows. `logits` uses the shortcut;
-`activations` runs every position of every block, and its last position equals `logits` (tested).
+(`_token_tables`, once per training batch) and a pair only gathers rows (`_attend_last`).
+`logits` uses the shortcut; `activations` runs every position of every block, and its last
+position equals `logits` (tested).
 
 Seed batching: every parameter is [S, ...]; all products are batched einsum/bmm over the seed
 dimension, no Python loop over seeds. The same weight decay on every parameter.
@@ -57,6 +58,7 @@ from grokray.errors import ConfigError
 from grokray.fields import choice, positive
 from grokray.models import gather_rows, normal, select_params, stack_init
 from grokray.models.activations import ACTIVATIONS, ACTS
+from grokray.models.ops import seed_cross_entropy
 from grokray.models.protocol import NoAux, chunked_losses, uniform_decay
 from grokray.models.registry import Family
 from grokray.trainer import train
@@ -258,15 +260,15 @@ class Transformer(NoAux):
             hooks[f"attn_z.{i}"] = z
         return torch.einsum("sbhqe,shed->sbqd", z, p[f"W_O.{i}"])  # [S, B, Tq, d]
 
-    def _first_attention_last(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """The residual at the last position after block 0's attention, [S, B, 1, d], from
-        per-token tables (the shortcut of a 1-layer model).
+    def _token_tables(self) -> dict[str, torch.Tensor]:
+        """Block 0's per-token tables of a 1-layer model (the shortcut, `_attend_last`).
 
         Before block 0's attention the stream at position 0 depends on a only, at position 1 on
         b only, and at position 2 on nothing: its norm, values, keys (and the one query) are
-        computed once per token, and a pair only gathers table rows (a 3-way softmax of
-        gathered scores, a weighted sum of gathered values, then W_O). The same math as
-        `_attend` on the embedded pairs, tested equal to the all-position forward.
+        computed once per token. Returns X2 (the `=` token's stream at the last position,
+        [S, 1, d]), Va, Vb (values of every element at positions 0 and 1, [S, n, H e]), V2
+        ([S, 1, H, e]) and, for standard attention, the score tables sa, sb ([S, n, H]) and s2
+        ([S, 1, H]).
         """
         p = self.params
         n, H, e = self.n_in, self.H, self.e
@@ -276,30 +278,44 @@ class Transformer(NoAux):
         h01, h2 = self._norm(X01, "ln1.0"), self._norm(X2, "ln1.0")
         V01 = torch.einsum("sntd,shde->snthe", h01, p["W_V.0"])  # [S, n, 2, H, e]
         V2 = torch.einsum("sqd,shde->sqhe", h2, p["W_V.0"])  # [S, 1, H, e]
-        Va = gather_rows(V01[:, :, 0].reshape(-1, n, H * e), a)  # [S, B, H e]
-        Vb = gather_rows(V01[:, :, 1].reshape(-1, n, H * e), b)
+        tabs = {"X2": X2, "Va": V01[:, :, 0].reshape(-1, n, H * e),
+                "Vb": V01[:, :, 1].reshape(-1, n, H * e), "V2": V2}
+        if self.attention != "uniform":
+            q = torch.einsum("sqd,shde->sqhe", h2, p["W_Q.0"])  # [S, 1, H, e]
+            K01 = torch.einsum("sntd,shde->snthe", h01, p["W_K.0"])  # [S, n, 2, H, e]
+            K2 = torch.einsum("sqd,shde->sqhe", h2, p["W_K.0"])  # [S, 1, H, e]
+            s01 = (K01 * q[:, :, None]).sum(-1) / math.sqrt(e)  # [S, n, 2, H] score tables
+            tabs["sa"], tabs["sb"] = s01[:, :, 0].contiguous(), s01[:, :, 1].contiguous()
+            tabs["s2"] = (K2 * q).sum(-1) / math.sqrt(e)  # [S, 1, H]
+        return tabs
+
+    def _attend_last(self, tabs: dict[str, torch.Tensor], a: torch.Tensor,
+                     b: torch.Tensor) -> torch.Tensor:
+        """The residual at the last position after block 0's attention, [S, B, 1, d], from the
+        per-token tables (`_token_tables`): a pair only gathers table rows (a 3-way softmax of
+        gathered scores, a weighted sum of gathered values, then W_O). The same math as
+        `_attend` on the embedded pairs, tested equal to the all-position forward.
+        """
+        H, e = self.H, self.e
+        Va, Vb, V2 = gather_rows(tabs["Va"], a), gather_rows(tabs["Vb"], b), tabs["V2"]
         S, B = Va.shape[:2]
         Va, Vb = Va.view(S, B, H, e), Vb.view(S, B, H, e)
         if self.attention == "uniform":
             z = (Va + Vb + V2) / T
         else:
-            q = torch.einsum("sqd,shde->sqhe", h2, p["W_Q.0"])  # [S, 1, H, e]
-            K01 = torch.einsum("sntd,shde->snthe", h01, p["W_K.0"])  # [S, n, 2, H, e]
-            K2 = torch.einsum("sqd,shde->sqhe", h2, p["W_K.0"])  # [S, 1, H, e]
-            s01 = (K01 * q[:, :, None]).sum(-1) / math.sqrt(e)  # [S, n, 2, H] score tables
-            s2 = (K2 * q).sum(-1) / math.sqrt(e)  # [S, 1, H]
-            scores = torch.stack([gather_rows(s01[:, :, 0].contiguous(), a),
-                                  gather_rows(s01[:, :, 1].contiguous(), b),
-                                  s2.expand(S, B, H)], -1)  # [S, B, H, T]
+            scores = torch.stack([gather_rows(tabs["sa"], a), gather_rows(tabs["sb"], b),
+                                  tabs["s2"].expand(S, B, H)], -1)  # [S, B, H, T]
             w = scores.softmax(-1)[..., None]  # [S, B, H, T, 1]
             z = w[..., 0, :] * Va + w[..., 1, :] * Vb + w[..., 2, :] * V2  # [S, B, H, e]
-        attn = torch.einsum("sbhe,shed->sbd", z, p["W_O.0"])  # [S, B, d]
-        return self._sph(X2 + attn)[:, :, None, :]
+        attn = torch.einsum("sbhe,shed->sbd", z, self.params["W_O.0"])  # [S, B, d]
+        return self._sph(tabs["X2"] + attn)[:, :, None, :]
 
     def _forward(self, a: torch.Tensor, b: torch.Tensor,
-                 hooks: dict[str, torch.Tensor] | None) -> torch.Tensor:
+                 hooks: dict[str, torch.Tensor] | None,
+                 tabs: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
         """Logits [S, B, n_out] at the last position; with `hooks`, every position is computed
-        and the named activations are stored there, else the exact last-position shortcut."""
+        and the named activations are stored there, else the exact last-position shortcut
+        (block 0's per-token tables `tabs`, computed here when not given)."""
         p = self.params
         tables = hooks is None and self.L == 1  # block 0's attention from per-token tables
         if not tables:
@@ -310,7 +326,7 @@ class Transformer(NoAux):
         for i in range(self.L):
             last_only = hooks is None and i == self.L - 1
             if tables:
-                x = self._first_attention_last(a, b)  # [S, B, 1, d]
+                x = self._attend_last(self._token_tables() if tabs is None else tabs, a, b)
             else:
                 if hooks is not None:
                     hooks[f"resid_pre.{i}"] = x
@@ -342,8 +358,46 @@ class Transformer(NoAux):
 
     def data_losses(self, a: torch.Tensor, b: torch.Tensor, y: torch.Tensor,
                     chunk: int) -> Iterator[torch.Tensor]:
-        """The plain chunked cross-entropy (no fused path)."""
+        """The chunked cross-entropy; a 1-layer model over several chunks computes its per-token
+        tables once per batch (`_table_losses`)."""
+        if self.L == 1 and chunk < y.shape[-1]:
+            return self._table_losses(a, b, y, chunk)
         return chunked_losses(self.logits, a, b, y, chunk)
+
+    def _table_losses(self, a: torch.Tensor, b: torch.Tensor, y: torch.Tensor,
+                      chunk: int) -> Iterator[torch.Tensor]:
+        """One term: the batch's mean cross-entropy per seed [S], block 0's per-token tables
+        computed once (not once per chunk, as `chunked_losses` through `logits` would).
+
+        Each chunk is differentiated here, into detached copies of the tables and into the
+        parameters it uses directly; the term returned carries those gradients as a per-seed
+        surrogate sum_t <t, g_t> whose value is exactly 0, so that differentiating the term
+        pushes the tables' gradients through the tables' own graph once. Its value is the
+        summed chunk losses; its gradient is the one `chunked_losses` gives, to float rounding
+        (summed over chunks before the tables' backward instead of after).
+        """
+        tabs = self._token_tables()
+        leaves = {k: v.detach().requires_grad_() for k, v in tabs.items()}
+        targets = list(tabs.values()) + list(self.params.values())
+        inputs = list(leaves.values()) + list(self.params.values())
+        acc: list[torch.Tensor | None] = [None] * len(inputs)
+        value = None
+        B = y.shape[-1]
+        for i in range(0, B, chunk):
+            j = slice(i, i + chunk)
+            yj = y[..., j]
+            term = seed_cross_entropy(self._forward(a[..., j], b[..., j], None, leaves), yj)
+            term = term * (yj.shape[-1] / B)
+            gs = torch.autograd.grad(term.sum(), inputs, allow_unused=True)
+            acc = [g if s is None else s if g is None else s.add_(g)
+                   for s, g in zip(acc, gs, strict=True)]
+            value = term.detach() if value is None else value.add_(term.detach())
+        assert value is not None
+        sur = torch.zeros_like(value)
+        for t, g in zip(targets, acc, strict=True):
+            if g is not None:
+                sur = sur + (t * g).reshape(t.shape[0], -1).sum(1)
+        yield value + (sur - sur.detach())
 
     def weight_decay(self, base: float) -> dict[str, float]:
         return uniform_decay(self.params, base)

@@ -79,6 +79,39 @@ def test_shortcut_equals_full_forward(norm, attention, layers):
             torch.testing.assert_close(x, y, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("attention", ["standard", "uniform"])
+def test_table_losses_equal_chunked(norm, attention):
+    """data_losses over several chunks (a 1-layer model: per-token tables once per batch, the
+    gradients through a surrogate term) equal chunked_losses through logits, in value and
+    gradient (float64), for per-seed batches; the term's value is the plain loss exactly."""
+    from grokray.models.protocol import chunked_losses
+
+    model = Transformer(make_cfg(norm=norm, attention=attention, learn_scale=True), N, N,
+                        seeds=[0, 1, 2], dtype=torch.float64)
+    a, b = all_pairs()
+    g = torch.Generator().manual_seed(0)
+    ia = torch.stack([a[torch.randperm(N * N, generator=g)] for _ in range(3)])[:, :17]
+    ib = torch.stack([b[torch.randperm(N * N, generator=g)] for _ in range(3)])[:, :17]
+    y = (ia + ib) % N
+    ps = list(model.params.values())
+    terms = list(model.data_losses(ia, ib, y, chunk=5))  # chunks of 5, 5, 5, 2
+    assert len(terms) == 1
+    plain = list(chunked_losses(model.logits, ia, ib, y, 5))
+    want = sum(t.detach() for t in plain)
+    torch.testing.assert_close(terms[0].detach(), want, rtol=1e-12, atol=1e-14)
+    got_g = torch.autograd.grad(terms[0].sum(), ps, allow_unused=True)
+    want_g = [None] * len(ps)
+    for t in plain:
+        gs = torch.autograd.grad(t.sum(), ps, allow_unused=True)
+        want_g = [x if w is None else w if x is None else w + x
+                  for w, x in zip(want_g, gs, strict=True)]
+    for x, w in zip(got_g, want_g, strict=True):
+        assert (x is None) == (w is None)
+        if x is not None:
+            torch.testing.assert_close(x, w, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("norm", ["layernorm", "spherical_bounded"])
 def test_seed_batched_equals_separate(norm):
     cfg = make_cfg(norm=norm, learn_scale=True)
