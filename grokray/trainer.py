@@ -34,11 +34,13 @@ __all__ = ["Progress", "ProgressFn", "resolve_device", "run_trial", "train"]
 
 LOGIT_BUDGET = 1 << 24  # elements of one eval logits chunk [S, chunk, n_out]
 TRAIN_LOGIT_BUDGET = 1 << 25  # elements of one training logits chunk (gradient accumulation)
-CPU_CHUNK_BUDGET = 1 << 18  # on CPU, training and eval chunks of at most this many logits:
-# cache-sized working sets. At Z97, S = 8 (337 pairs a chunk; was 1 << 20, 1351 pairs) FORGE's
-# step is 1.3x faster (its [S, chunk, R] buffers, R = 256, then stay in the L3 cache), the
-# transformer's 1.03x, the MLP's the same; 84 pairs is too small (Python per chunk); on CUDA one
-# big chunk is best (benchmarks/README.md, issue 19's fifth session)
+CPU_CHUNK_BUDGET = 5 << 20  # on CPU, a chunk of pairs holds at most this many floats: its
+# logits and the model's per-pair floats (Model.pair_floats), over all seeds; cache-sized working
+# sets. At Z97, S = 8 this gives the MLP 1,362 pairs a chunk, FORGE (d 32, R 256) 705, the
+# transformer (d 128, d_mlp 512) 305: FORGE's step is 1.3x faster than at 1,351 pairs (the
+# logits-only budget of 2^20 before), the transformer's 1.1x faster than at 675, the MLP's a
+# little faster than at 337 (benchmarks/README.md, issue 19's fifth session); on CUDA one big
+# chunk is best
 
 
 def train(run: TrialRun) -> None:
@@ -143,7 +145,7 @@ class _Trial:
             idx = self.tr.gather(1, idx)  # [S, B] task indices
             a, b, y = self.a[idx], self.b[idx], self.y[idx]
         S = y.shape[0]
-        chunk = self._chunk(TRAIN_LOGIT_BUDGET, S)
+        chunk = self._chunk(TRAIN_LOGIT_BUDGET, S, model.pair_floats)
         lam = model.aux_weight(step, cfg.steps) if self.has_aux else 0.0
         names = list(model.params)
         ps = [model.params[k] for k in names]
@@ -164,12 +166,15 @@ class _Trial:
         self.opt.step(model.params, grads, lr_at(step, cfg.optim, cfg.steps))
         return total_sum
 
-    def _chunk(self, budget: int, S: int) -> int:
-        """Pairs per chunk so that one logits tensor [S, chunk, n_out] holds <= budget elements
-        (on CPU at most CPU_CHUNK_BUDGET: cache-sized working sets)."""
+    def _chunk(self, budget: int, S: int, pair_floats: int = 0) -> int:
+        """Pairs per chunk so that one logits tensor [S, chunk, n_out] holds <= budget elements;
+        on CPU also the logits and `pair_floats` more per pair and seed <= CPU_CHUNK_BUDGET
+        (cache-sized working sets)."""
+        n = self.task.n_out
+        chunk = budget // max(1, S * n)
         if self.device.type == "cpu":
-            budget = min(budget, CPU_CHUNK_BUDGET)
-        return max(1, budget // max(1, S * self.task.n_out))
+            chunk = min(chunk, CPU_CHUNK_BUDGET // max(1, S * (n + pair_floats)))
+        return max(1, chunk)
 
     def _check_finite(self, loss: torch.Tensor, step: int) -> None:
         bad = ~torch.isfinite(loss)
@@ -230,7 +235,7 @@ class _Trial:
     def _eval_all(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Loss, correctness and prediction on every task pair: [S, N] each (shared inputs)."""
         S, N = len(self.active), len(self.task)
-        chunk = self._chunk(LOGIT_BUDGET, S)
+        chunk = self._chunk(LOGIT_BUDGET, S, self.model.pair_floats)
         losses, corrects, preds = [], [], []
         for i in range(0, N, chunk):
             a, b, y = self.a[i:i + chunk], self.b[i:i + chunk], self.y[i:i + chunk]
@@ -244,7 +249,7 @@ class _Trial:
     def _eval_idx(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean loss and accuracy over per-seed task indices idx [S, m]."""
         S, m = idx.shape
-        chunk = self._chunk(LOGIT_BUDGET, S)
+        chunk = self._chunk(LOGIT_BUDGET, S, self.model.pair_floats)
         loss_sum = torch.zeros(S, device=self.device, dtype=torch.float64)
         acc_sum = torch.zeros_like(loss_sum)
         for i in range(0, m, chunk):

@@ -167,6 +167,7 @@ class Forge:
             )
         self.n_in, self.n_out = n_in, n_out
         self.d, self.R, self.hg = d, R, hg = cfg.model.d, cfg.model.rank, f.inv_hidden
+        self.pair_floats = 3 * R + 2 * d  # the fused loss's per-pair buffers u, v, m; z, dz
         self.decode = f.decode
         self.f = f
         self.tied = f.decode != "separate"

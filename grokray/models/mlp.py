@@ -56,6 +56,7 @@ class MLP(NoAux):
         self.n_in, self.n_out = n_in, n_out
         d, h = cfg.model.d, hidden_width(cfg, n_in, n_out)
         self.d, self.h = d, h
+        self.pair_floats = 3 * h  # the fused loss's [S, chunk, h] buffers (models/fused.py)
         self.act_name = cfg.model.act
         self.act = ACTS[cfg.model.act]
         s = cfg.model.init_scale

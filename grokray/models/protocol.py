@@ -23,6 +23,10 @@ class Model(Protocol):
     """leaf tensors [S, ...] with requires_grad"""
     has_aux: bool
     """whether the model has an auxiliary loss (then curves get `loss_<name>` and `lambda_alg`)"""
+    pair_floats: int
+    """floats per training pair and seed that a step holds besides the logits (per-pair buffers
+    and activations; 0: the logits only). On CPU the trainer sizes its chunks of pairs so that
+    the logits and these together stay cache-sized (trainer.CPU_CHUNK_BUDGET)."""
 
     @staticmethod
     def count_params(cfg: Any, n_in: int, n_out: int) -> int:

@@ -181,6 +181,7 @@ class Transformer(NoAux):
         self.bounded = t.norm == "spherical_bounded"
         self.fixed_scale = t.logit_scale
         self.act = ACTS[t.act]
+        self.pair_floats = 2 * self.m + 8 * self.d  # the MLP's and the stream's activations
         shapes = _param_shapes(cfg, n_in, n_out)
         s = cfg.model.init_scale
 

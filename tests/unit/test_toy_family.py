@@ -29,6 +29,8 @@ class BilinearConfig:
 
 
 class Bilinear(NoAux):
+    pair_floats = 0  # no per-pair buffers beyond the logits (CPU chunk sizing)
+
     def __init__(self, cfg, n_in, n_out, seeds, device="cpu", dtype=torch.float32):
         d = cfg.bilinear.d
         self.params = stack_init(seeds, lambda g: {"E": normal(g, (n_in, d), 1.0),
