@@ -133,8 +133,9 @@ def warm_pids() -> list[int]:
 
 def run_batches(configs: Sequence[TrialConfig], batches: Sequence[Sequence[int]], sink: Any,
                 *, trial_fn: Any, cpu: float, gpu: float, slots: int, retries: int) -> None:
-    """Run every batch (indices into `configs`) on at most `slots` warm workers, one batch per
-    worker at a time; report to `sink` as the backend's contract says (module docstring)."""
+    """Run every batch (indices into `configs`), in the order given, on at most `slots` warm
+    workers, one batch per worker at a time; report to `sink` as the backend's contract says
+    (module docstring)."""
     import ray
     from ray import exceptions as rx
 

@@ -7,6 +7,7 @@ from grokray.sweep.backend import (
     TINY_PAIR_STEPS,
     TRIALS_PER_SLOT,
     configs_of,
+    longest_first,
     tiny_batches,
 )
 
@@ -48,3 +49,13 @@ def test_configs_of_a_batch_and_of_one():
     got = configs_of({"batch": 1}, dicts, [[0], [2, 1]])
     assert [c.optim.lr for c in got] == [3e-3, 2e-3]
     assert [c.optim.lr for c in configs_of({"index": 1}, dicts)] == [2e-3]
+
+
+def test_longest_first_orders_by_estimated_work_and_keeps_grid_order_among_equals():
+    # the scaling grid's order (small groups first) is the worst for 2 slots: S5 last, alone
+    cfgs = [_cfg("S3", 4000), _cfg("D4", 4000), _cfg("S5", 4000), _cfg("A5", 4000),
+            _cfg("A5", 4000, 2e-3), _cfg("nosuchgroup", 10)]
+    batches = [[i] for i in range(len(cfgs))]
+    order = longest_first(cfgs, batches)
+    assert order == [5, 2, 3, 4, 1, 0]  # unknown size first, then S5 (120), A5 x2 in grid order
+    assert longest_first(cfgs, [[0, 1], [2], [3, 4]]) == [1, 2, 0]  # a batch's work is its sum
