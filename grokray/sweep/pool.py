@@ -1,8 +1,9 @@
 """Warm trial workers on an embedded local Ray: a grid sweep without Ray Tune's per-sweep costs.
 
 A Ray Tune experiment starts its own trial actors and stops them when it ends, so every sweep
-paid for fresh worker processes that import torch, Ray Tune and grokray (3-4 CPU s each, 6-8 s
-of wall time on an idle 2-core box, 18-24 s under load) and for Tune's set-up and clean-up.
+paid for fresh worker processes that import torch, Ray Tune and grokray (3-4 CPU s each;
+3.5-4 s to the first trial on the shared 2-core box at load 1.5, 7-9 s at load 4-5, 18-24 s at
+load 20+) and for Tune's set-up and clean-up (benchmarks/README.md, fifth session).
 On the embedded local Ray (`grokray sweep` and `grokray reproduce` without --address) a grid
 sweep runs instead on a pool of plain Ray actors, one per concurrent slot, each holding the
 trial's resources (`cpu`, `gpu`). They are created once per Ray session and, inside one
