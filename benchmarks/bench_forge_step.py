@@ -19,8 +19,8 @@ the MLP (so machine noise hits both alike). Columns (ms per step):
 - late: FORGE's step once lambda_alg is 0 (the linear schedule's second half);
 - mlp: the matched-budget MLP's step (`model.matched_budget`), and the ratio forge / mlp;
 - eval: one evaluation (all pairs, plus FORGE's algebra losses for the curves), FORGE and MLP;
-- the arithmetic floor (`--floor`, a second table): the modelled multiply-adds per seed of
-  FORGE's step by part (data loss; L_assoc in the form forge.assoc_form picks, its maps
+- the arithmetic floor (a second table; `--no-floor` skips it): the modelled multiply-adds per
+  seed of FORGE's step by part (data loss; L_assoc in the form forge.assoc_form picks, its maps
   included, structure.assoc_macs; L_ident + L_inv with g_phi) and of the MLP's step (GEMMs
   only, forward + backward), their ratio (the best forge / mlp possible at equal GEMM
   efficiency), each side's achieved GFLOP/s, and "best": (FORGE's late step + its algebra

@@ -13,9 +13,10 @@ Ray Tune.
 
 The contract is the backend's: `sink.started` when a batch goes to a worker, `sink.finished`
 once per config; an exception in a trial is a failed outcome (`execute`); a worker whose process
-dies is replaced and its batch runs again, up to `retries` times, after which the batch's configs
-come back failed ("lost after N tries: ..."); an error Ray raises before the trial function runs
-(it cannot be unpickled, ...) fails the batch at once.
+dies is replaced and its batch runs again: a batch of several tiny configs as one-config batches
+(which of them killed the worker is unknown; the others must not fail with it), a single config
+up to `retries` times, after which it comes back failed ("lost after N tries: ..."); an error
+Ray raises before the trial function runs (it cannot be unpickled, ...) fails the batch at once.
 """
 
 from __future__ import annotations
@@ -142,6 +143,7 @@ def run_batches(configs: Sequence[TrialConfig], batches: Sequence[Sequence[int]]
 
     from grokray.sweep.outcome import Outcome, one_line
 
+    batches = [list(b) for b in batches]  # grows: a batch whose worker died runs split
     dicts = [c.to_dict() for c in configs]
     fn_ref = ray.put(trial_fn)
     todo = list(range(len(batches)))[::-1]  # a stack: pop() takes the first batch
@@ -165,13 +167,19 @@ def run_batches(configs: Sequence[TrialConfig], batches: Sequence[Sequence[int]]
         except (rx.RayActorError, rx.WorkerCrashedError, rx.ObjectLostError,
                 rx.OwnerDiedError) as exc:  # the worker's process died: a fresh one
             actor = replace(actor)
-            tries[b] += 1
-            if tries[b] <= retries:
-                todo.append(b)  # next in line
+            if len(batches[b]) > 1:  # which config killed it is unknown: each alone, untried
+                for i in reversed(batches[b]):
+                    batches.append([i])
+                    tries.append(0)
+                    todo.append(len(batches) - 1)
             else:
-                for i in batches[b]:
-                    sink.finished(Outcome(configs[i], None, error=one_line(
-                        f"lost after {tries[b]} tries: {one_line(exc)}"), exception=exc))
+                tries[b] += 1
+                if tries[b] <= retries:
+                    todo.append(b)  # next in line
+                else:
+                    for i in batches[b]:
+                        sink.finished(Outcome(configs[i], None, error=one_line(
+                            f"lost after {tries[b]} tries: {one_line(exc)}"), exception=exc))
         except rx.RayError as exc:  # before the trial ran (unpicklable trial function, ...)
             for i in batches[b]:
                 sink.finished(Outcome(configs[i], None, error=one_line(exc), exception=exc))

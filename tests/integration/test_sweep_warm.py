@@ -120,3 +120,77 @@ def test_a_tune_search_after_a_warm_sweep_gets_the_cpus(tmp_path):
     run_plan(plan, backend)
     assert len(_trials(tmp_path / "out" / "s")) == 2
     assert pool.warm_pids() == []
+
+
+class _Recorder:
+    """A sink that keeps what the pool reports."""
+
+    def __init__(self):
+        self.began, self.outcomes = [], []
+
+    def started(self, config):  # noqa: D102 - the Sink protocol
+        self.began.append(config)
+
+    def finished(self, outcome):  # noqa: D102
+        self.outcomes.append(outcome)
+
+
+def _cfg(**over):
+    from grokray.config import TrialConfig
+
+    base = {"group": "Z5", "arch": "mlp", "steps": 30, "eval_every": 10, "seeds": [0, 1],
+            "device": "cpu", "train_frac": 0.6, "model.d": 8, "model.hidden": 16}
+    return TrialConfig.from_dict({**base, **over})
+
+
+def _always_dies_on_z4(cfg):
+    if cfg.group == "Z4":
+        os._exit(1)
+    return helpers.synthetic(cfg)
+
+
+def test_a_batch_whose_worker_dies_runs_split_so_only_the_culprit_fails(tmp_path):
+    """Four tiny configs share one worker call; the Z4 one kills the process every time. The
+    other three are written as grokked, the Z4 one fails named after its own retries."""
+    from grokray.sweep import pool
+
+    cfgs = [_cfg(**{"optim.lr": 1e-3 * (1 + i)}) for i in range(3)] + [_cfg(group="Z4")]
+    order = [3, 0, 1, 2]  # the culprit first: the others never ran when the worker died
+    sink = _Recorder()
+    pool.run_batches(cfgs, [order], sink, trial_fn=_always_dies_on_z4, cpu=1, gpu=0, slots=1,
+                     retries=1)
+    by = {o.config.config_hash(): o for o in sink.outcomes}
+    assert len(sink.outcomes) == 4 and len(by) == 4  # each config finished exactly once
+    for c in cfgs[:3]:
+        assert by[c.config_hash()].error is None
+        assert [s.status for s in by[c.config_hash()].result.seeds] == ["grokked"] * 2
+    lost = by[cfgs[3].config_hash()]
+    assert lost.result is None and lost.error.startswith("lost after 2 tries: ")
+
+
+def test_a_warm_worker_gives_a_trial_the_numbers_a_fresh_one_does(tmp_path):
+    """Determinism across reuse: the same config trained (run_trial, real torch) in a fresh
+    worker and in a warm one that first trained a different model family gives the same curves
+    and per-seed results, bit for bit."""
+    from pandas.testing import assert_frame_equal
+
+    from grokray.sweep import pool
+
+    x = _cfg()
+    y = _cfg(group="S3", arch="forge", **{"model.rank": 8, "seeds": [3]})
+    results, pids = [], []
+    for batch, cfgs in (([0], [x]), ([0, 1], [y, x])):
+        pool.release()
+        sink = _Recorder()
+        pool.run_batches(cfgs, [batch], sink, trial_fn=None, cpu=1, gpu=0, slots=1, retries=0)
+        pids.append(pool.warm_pids())
+        assert all(o.error is None for o in sink.outcomes), [o.error for o in sink.outcomes]
+        results.append(next(o.result for o in sink.outcomes
+                            if o.config.config_hash() == x.config_hash()))
+    assert pids[0] != pids[1]  # two different processes
+    fresh, warm = results
+    assert_frame_equal(fresh.curves.reset_index(drop=True), warm.curves.reset_index(drop=True),
+                       check_exact=True)
+    assert [s.__dict__ for s in fresh.seeds] == [s.__dict__ for s in warm.seeds]
+    assert len(fresh.curves) == 2 * 4 and fresh.curves["train_loss"].notna().all()  # steps 0-30
+    pool.release()
