@@ -193,22 +193,40 @@ def test_activation_names_are_one_list():
         assert act.metadata["choices"] == ACTIVATIONS == tuple(ACTS)
 
 
+def _assoc_case(n: int, seeds: list[int], **over):
+    """A float64 FORGE on n elements with spread-out embeddings (E x 3), its parameters
+    (E, U, V, W), per-seed weights, and the naive L_assoc with the gradient of its weighted sum:
+    what every exact form is checked against."""
+    m = Forge(_cfg(arch="forge", **over), n, n, seeds, dtype=torch.float64)
+    with torch.no_grad():
+        m.params["E"].mul_(3.0)
+    ps = [m.params[k] for k in ("E", "U", "V", "W")]
+    w = torch.tensor([0.7, -1.3, 2.1][: len(seeds)], dtype=torch.float64)
+    naive = m._assoc_naive(m.params["E"])
+    return m, ps, w, naive, torch.autograd.grad((w * naive).sum(), ps)
+
+
+def _assert_as_naive(got, case, value_tol=None, grad_tol=None):
+    """`got` equals the case's naive L_assoc in value and in the weighted sum's gradient."""
+    _, ps, w, naive, g_naive = case
+    torch.testing.assert_close(got, naive, **(value_tol or {}))
+    for x, y in zip(torch.autograd.grad((w * got).sum(), ps), g_naive, strict=True):
+        torch.testing.assert_close(x, y, **(grad_tol or {}))
+
+
+TIGHT = {"rtol": 1e-12, "atol": 0}, {"rtol": 1e-10, "atol": 1e-13}
+"""float64 tolerances of the d-space forms: value, gradient"""
+
+
 @pytest.mark.parametrize("n", [3, 7, 12])
 def test_forge_assoc_direct_equals_gram_and_naive(n):
     """The term-by-term all-triples L_assoc (used for small groups; fused gradient) equals the
     Gram form and the naive loss, in value and gradient, also with per-seed weights."""
-    m = Forge(_cfg(arch="forge"), n, n, [0, 1], dtype=torch.float64)
-    with torch.no_grad():
-        m.params["E"].mul_(3.0)
-    ps = [m.params[k] for k in ("E", "U", "V", "W")]
-    w = torch.tensor([0.7, -1.3], dtype=torch.float64)
-    naive = m._assoc_naive(m.params["E"])
-    g_naive = torch.autograd.grad((w * naive).sum(), ps)
+    case = _assoc_case(n, [0, 1])
+    m = case[0]
     for got in (m._assoc_direct(*m._tables()), m._assoc_direct(*m._tables()),
                 m._assoc_full(*m._tables())):  # direct twice: reused buffers
-        torch.testing.assert_close(got, naive)
-        for x, y in zip(torch.autograd.grad((w * got).sum(), ps), g_naive, strict=True):
-            torch.testing.assert_close(x, y)
+        _assert_as_naive(got, case)
 
 
 @pytest.mark.parametrize("n,d,R", [(5, 16, 8), (7, 4, 20), (9, 4, 8), (12, 6, 30)])
@@ -217,22 +235,13 @@ def test_forge_assoc_every_exact_form_equals_naive(n, d, R, form):
     """Every exact L_assoc form (R-space term by term / Gram; through the structure tensor,
     term by term with the maps from the tables (2 n < d) or from T, and Gram) equals the naive
     loss in float64, in value and in the gradient of a per-seed weighted sum."""
-    m = Forge(_cfg(arch="forge", **{"model.d": d, "model.rank": R}), n, n, [0, 1],
-              dtype=torch.float64)
-    with torch.no_grad():
-        m.params["E"].mul_(3.0)
-    ps = [m.params[k] for k in ("E", "U", "V", "W")]
-    w = torch.tensor([0.7, -1.3], dtype=torch.float64)
-    naive = m._assoc_naive(m.params["E"])
-    g_naive = torch.autograd.grad((w * naive).sum(), ps)
+    case = _assoc_case(n, [0, 1], **{"model.d": d, "model.rank": R})
+    m, naive = case[0], case[3]
     for _ in range(2):  # reused workspace buffers
-        got = m._assoc_exact(*m._tables(), form=form)
-        torch.testing.assert_close(got, naive, rtol=1e-12, atol=0)
-        for x, y in zip(torch.autograd.grad((w * got).sum(), ps), g_naive, strict=True):
-            torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-13)
+        _assert_as_naive(m._assoc_exact(*m._tables(), form=form), case, *TIGHT)
     with torch.no_grad():  # an eval: the forward alone
         torch.testing.assert_close(m._assoc_exact(*m._tables(), form=form), naive.detach(),
-                                   rtol=1e-12, atol=0)
+                                   **TIGHT[0])
 
 
 @pytest.mark.parametrize("chunk_bytes", [1, 1 << 40])
@@ -244,18 +253,8 @@ def test_forge_tensor_forms_seed_passes_equal_naive(monkeypatch, chunk_bytes):
 
     monkeypatch.setattr(structure, "CORE_CHUNK_BYTES", chunk_bytes)
     for n, d, form in ((5, 16, "tensor_direct"), (9, 6, "tensor_direct"), (9, 6, "tensor_gram")):
-        m = Forge(_cfg(arch="forge", **{"model.d": d, "model.rank": 12}), n, n, [0, 1, 2],
-                  dtype=torch.float64)
-        with torch.no_grad():
-            m.params["E"].mul_(3.0)
-        ps = [m.params[k] for k in ("E", "U", "V", "W")]
-        w = torch.tensor([0.7, -1.3, 2.1], dtype=torch.float64)
-        naive = m._assoc_naive(m.params["E"])
-        got = m._assoc_exact(*m._tables(), form=form)
-        torch.testing.assert_close(got, naive, rtol=1e-12, atol=0)
-        for x, y in zip(torch.autograd.grad((w * got).sum(), ps),
-                        torch.autograd.grad((w * naive).sum(), ps), strict=True):
-            torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-13)
+        case = _assoc_case(n, [0, 1, 2], **{"model.d": d, "model.rank": 12})
+        _assert_as_naive(case[0]._assoc_exact(*case[0]._tables(), form=form), case, *TIGHT)
 
 
 @pytest.mark.parametrize("from_tables", [True, False])
