@@ -16,6 +16,10 @@ _spec = importlib.util.spec_from_file_location("grokray_pins", PINS / "make_pins
 make_pins = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_pins)
 STORED = json.loads((PINS / "curves.json").read_text())
+RTOL = {"rfm": 1e-7, "rfm_laplace": 1e-7}
+"""RFM solves a kernel system whose conditioning turns float64 rounding (which differs between
+CPUs: BLAS kernels for AVX2 vs AVX-512 sum in other orders) into ~1e-9 relative differences of
+its AGOP alignment; 1e-7 still catches any change of the algorithm. Every other case: 1e-9."""
 
 
 @pytest.mark.parametrize("name", sorted(make_pins.CASES))
@@ -30,5 +34,6 @@ def test_float64_curves_unchanged(name):
         if col not in want:
             continue
         for g, w in zip(got[col], want[col], strict=True):
-            same = (math.isnan(g) and math.isnan(w)) or g == pytest.approx(w, rel=1e-9, abs=1e-12)
+            rel = RTOL.get(name, 1e-9)
+            same = (math.isnan(g) and math.isnan(w)) or g == pytest.approx(w, rel=rel, abs=1e-12)
             assert same, (col, g, w)
