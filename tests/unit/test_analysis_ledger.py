@@ -1,10 +1,12 @@
-"""The reproduction ledger (analysis/ledger.py) on the tiny fixture sweeps: verdicts, values and
+"""The reproduction ledger (analysis/ledger/) on the tiny fixture sweeps: verdicts, values and
 'not run' rows; `grokray analyze ledger` and `grokray reproduce --dry-run` through the CLI."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -38,6 +40,15 @@ def out(tmp_path_factory, tiny):
     tiny.write_ablation(root / "fourier_sign_cpu")
     tiny.write_capacity(root / "capacity_cpu")
     return root
+
+
+def _write_plan(d: Path, spec: str) -> None:
+    """The plan.json a run of `spec` writes into sweep dir `d`."""
+    from grokray.sweep import store
+    from grokray.sweep.runner import make_plan, plan_record
+    from grokray.sweep.spec import load_spec
+
+    store.write_plan(d, plan_record(make_plan(load_spec(str(L.repo_root() / spec)))))
 
 
 def _rows(out):
@@ -76,10 +87,12 @@ def test_claims_without_data_are_not_run_rows(out, tmp_path):
     assert {r.verdict for r in empty.rows} == {L.NOT_RUN}
 
 
-def test_rows_of_other_configs_are_not_read_as_the_claim(out):
-    # the fixture's configs are not those sweeps/cpu/scaling.yaml runs: by default they are
-    # not taken for the claim (a sweep dir may hold rows of an older default)
-    r = {x.claim.key: x for x in L.ledger(out).rows}["forge.scaling.alpha"]
+def test_rows_of_other_configs_are_not_read_as_the_claim(tmp_path, tiny):
+    # the fixture's configs are not those sweeps/cpu/scaling.yaml runs, which the dir's plan
+    # names (as `grokray sweep` writes it): by default they are not taken for the claim (a
+    # sweep dir may hold rows of an older default)
+    _write_plan(tiny.write_ablation(tmp_path / "scaling_cpu"), "sweeps/cpu/scaling.yaml")
+    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.scaling.alpha"]
     assert r.verdict == L.NOT_RUN and "other configs" in r.measured.detail
 
 
@@ -134,7 +147,7 @@ def test_topology_and_rfm_rows_use_kaplan_meier(tmp_path, tiny):
     T = T[T["arm"].isin(["mlp", "forge"]) & (T["group"] == "Z5")].copy()
     T["arm"] = T["arm"].map({"mlp": "layernorm", "forge": "spherical_bounded"})
     T["arch"], T["op"] = "transformer", "add"
-    m = L.topology_speedup(T)
+    m = L.measure(L.claim("geom.spherical.speedup"), T)
 
     def km(df):
         d = durations(df)
@@ -144,7 +157,7 @@ def test_topology_and_rfm_rows_use_kaplan_meier(tmp_path, tiny):
     assert m.value == pytest.approx(base.median / fast.median)  # fixture factor 4
     assert m.value == pytest.approx(4.0, rel=0.3) and m.grokked == 6
     R = T.assign(arch="rfm", op="add", arm="rfm_gaussian")
-    r = L.rfm_iters("add")(R)
+    r = L.measure(L.claim("rfm.iters.add"), R)
     k = km(R)
     assert (r.value, r.ci) == (k.median, (k.lo, k.hi))
 
@@ -156,7 +169,7 @@ def test_hamiltonian_drift_claim_verdicts():
                 for a, vals in (("mlp", mlp), ("dad+algebra", alg)) for i, v in enumerate(vals)]
         return pd.DataFrame(rows)
 
-    m = L.hamiltonian_drift("kepler")
+    m = functools.partial(L.measure, L.claim("forge.hamiltonian.kepler.energy"))
     good = m(frame([0.5, 0.6, 0.4], [0.01, 0.02, 0.015]))
     assert good.value == pytest.approx(0.5 / 0.015) and good.verdict == L.REPRODUCED
     assert good.ci[0] <= good.value <= good.ci[1]
@@ -173,10 +186,10 @@ def test_axiom_claims_read_the_metric_columns_the_store_writes():
     T = pd.DataFrame({"arm": "forge", "group": ["S4", "S4", "A4"], "status": "grokked",
                       "metric_ident_lead": [-250.0, -100.0, -150.0],
                       "metric_wedderburn_frac": [1.0, 1.0, 0.98]})
-    m = L.ident_lead(T)
+    m = L.measure(L.claim("forge.axioms.ident_lead"), T)
     assert m.value == -150.0 and m.grokked == 3
     assert L.verdict_of(583.0, m.value, m.ci, null=0.0, log=False, tol=0.25) == L.OPPOSITE
-    w = L.wedderburn(T)
+    w = L.measure(L.claim("forge.wedderburn"), T)
     assert w.value == 1.0 and "A4 0.9800" in w.detail
 
 
@@ -187,7 +200,7 @@ def test_a_censored_baseline_gives_a_one_sided_interval_not_a_free_verdict():
                       "status": ["not_grokked"] * 5 + ["grokked"] * 5,
                       "grok_step": [None] * 5 + [300, 400, 400, 450, 400],
                       "steps": 6000, "steps_run": [6000] * 5 + [550, 650, 650, 700, 650]})
-    m = L.speedup("A5", "forge", "mlp")(T)
+    m = L.measure(L.claim("forge.a5.speedup.mlp"), T)
     assert m.value == 15.0 and "lower bound" in m.detail
     assert m.ci[0] == pytest.approx(6000 / 450) and math.isinf(m.ci[1])
     for paper in (3.0, 10.1):
