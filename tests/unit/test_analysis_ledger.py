@@ -207,3 +207,75 @@ def test_a_censored_baseline_gives_a_one_sided_interval_not_a_free_verdict():
         assert L.verdict_of(paper, m.value, m.ci, null=1.0, log=True,
                             tol=0.25) == L.SAME_DIRECTION
     assert L.verdict_of(20.0, m.value, m.ci, null=1.0, log=True, tol=0.25) == L.REPRODUCED
+
+
+def _plan(d: Path, hashes, seeds) -> None:
+    (d / "plan.json").write_text(json.dumps({"config_hashes": list(hashes), "seeds": seeds}))
+
+
+def test_current_rows_are_the_identities_the_plan_names(tmp_path, tiny):
+    d = tiny.write_ablation(tmp_path / "nonabelian_cpu")
+    T = load([d]).trials
+    _plan(d, sorted(set(T["config_hash"])), [0, 1])  # the sweep now runs seeds 0 and 1 only
+    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.nonabelian.mlp_fails"]
+    sub = T[T["seed"].isin([0, 1]) & T["group"].isin(["S3", "D4", "A4"])
+            & T["arm"].isin(["mlp", "forge"]) & (T["status"] != "failed")]
+    g = int((sub["status"] == "grokked").sum())
+    assert (r.measured.grokked, r.measured.censored) == (g, len(sub) - g)
+    assert (g, len(sub) - g) != (8, 10)  # every row: the fixture test above
+    assert L.sweeps.NO_PLAN not in r.measured.detail
+
+
+def test_a_dir_without_a_plan_has_every_row_read_and_says_so(tmp_path, tiny):
+    tiny.write_ablation(tmp_path / "nonabelian_cpu")
+    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.nonabelian.mlp_fails"]
+    assert (r.measured.grokked, r.measured.censored) == (8, 10)
+    assert r.measured.detail.endswith(L.sweeps.NO_PLAN)
+
+
+def test_a_plan_that_is_not_a_plan_is_a_not_run_row(tmp_path, tiny):
+    d = tiny.write_ablation(tmp_path / "nonabelian_cpu")
+    (d / "plan.json").write_text('{"config_hashes": ["ab"]}')  # no seeds
+    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.nonabelian.mlp_fails"]
+    assert r.verdict == L.NOT_RUN and "cannot read" in r.measured.detail
+
+
+def test_each_claim_names_its_specs_sweep_and_reproduce_runs_them():
+    from grokray.commands.reproduce import ledger_specs
+    from grokray.sweep.spec import load_spec
+
+    measured = [c for c in L.CLAIMS if c.spec]
+    for c in measured:
+        assert load_spec(str(L.repo_root() / c.spec)).name == c.sweep, c.key
+    assert ledger_specs("cpu") == list(dict.fromkeys(c.spec for c in measured))
+    assert len(measured) == 22 and len(L.CLAIMS) == 24
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ("measure: speedup", "measure 'speedups'; valid: speedup,"),
+    ("params: {arm: forge, base: mlp}", "params of speedup: got an unexpected keyword"),
+    ("tol: 0.25", "unknown keys tolerance; valid:"),
+    ("paper_value: 10.1", "paper_value 'ten'; valid: a number or a ratio a/b"),
+    ("paper: forge", "paper 'forge2'; valid: forge, geom, rfm"),
+])
+def test_a_claim_the_measures_cannot_run_fails_at_load(edit, message):
+    good = """claims:
+  - key: k
+    paper: forge
+    claim: c
+    paper_value: 10.1
+    paper_text: t
+    spec: sweeps/cpu/a5_ablation.yaml
+    sweep: a5_ablation_cpu
+    measure: speedup
+    params: {arm: forge, base: mlp}
+    tol: 0.25
+"""
+    assert L.load_claims(good)[0].params == {"arm": "forge", "base": "mlp"}
+    bad = {"measure: speedup": "measure: speedups",
+           "params: {arm: forge, base: mlp}": "params: {arm: forge, base: mlp, by: op}",
+           "tol: 0.25": "tolerance: 0.25", "paper_value: 10.1": "paper_value: ten",
+           "paper: forge": "paper: forge2"}[edit]
+    with pytest.raises(ValueError, match="claim 'k'") as err:
+        L.load_claims(good.replace(edit, bad))
+    assert message in str(err.value)
