@@ -1,12 +1,12 @@
 """A claim's rows: the trials of its sweep dir that the sweep's last run planned, then `where`.
 
 "Current" rows are those whose identity (config_hash, seed) the sweep dir's plan.json names:
-`grokray sweep` and `grokray reproduce` write it before they run anything (its `config_hashes`,
-every config of the spec at the code's defaults then, and `seeds`), so rows of an older default
-that share the dir are left out without loading the spec. A dir without a plan (or with one
-that names no configs: trials copied in by hand, `grokray run --out`) has every row read, and
-the claim's detail says so. Anything else that keeps a claim from its rows comes back as the
-reason, a string: the claim is then a "not run" row, never an error.
+`grokray sweep` and `grokray reproduce` write it whenever they run something (its
+`config_hashes`, every config of the spec at the code's defaults then, and `seeds`), so rows of
+an older default that share the dir are left out without loading the spec. A dir without a plan
+(trials copied in by hand, `grokray run --out`) or whose plan names no configs (a search) has
+every row read, and the claim's detail says so. Anything else that keeps a claim from its rows
+comes back as the reason, a string: the claim is then a "not run" row, never an error.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.errors import AnalysisError
+from analysis.load import load
 from grokray.errors import GrokrayError
 from grokray.files import PLAN, read_plan
 
@@ -25,8 +26,6 @@ NO_PLAN = f"every row read: no {PLAN} names the configs this dir's sweep runs"
 
 def sweep_rows(d: Path, *, current_only: bool = True) -> tuple[pd.DataFrame | None, str]:
     """(the trials of sweep dir `d`, a note) or (None, why there are none)."""
-    from analysis.load import load
-
     if not (d / "trials").is_dir():
         return None, f"no rows in {d}"
     try:
