@@ -27,7 +27,7 @@ import pandas as pd
 
 from analysis.errors import AnalysisError
 from analysis.load import require_columns
-from grokray.metrics.axioms import AXIOM_COLUMNS
+from grokray.schema import AXIOM_COLUMNS
 
 __all__ = ["LeadCell", "AxiomLeads", "emergence", "axiom_leads"]
 

@@ -36,7 +36,7 @@ class Comparison:
     """How it was measured (counts, interval)."""
 
 
-def _speedup_of(trials: pd.DataFrame, group: str, arm: str, base: str, n_boot: int, seed: int):
+def _speedup_of(trials: pd.DataFrame, group: str, arm: str, base: str):
     sub = trials[trials["group"].astype(str) == group]
     res = speedup_table(sub, base, arms=[arm])
     row = next(r for r in res.rows if r.arm == arm)
@@ -67,7 +67,7 @@ def paper_comparisons(trials: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0
         for arm, base, num in items:
             if g in groups and {arm, base} <= arms:
                 try:
-                    v, detail = _speedup_of(trials, g, arm, base, n_boot, seed)
+                    v, detail = _speedup_of(trials, g, arm, base)
                 except AnalysisError as exc:
                     v, detail = math.nan, f"not computed: {exc}"
                 out.append(Comparison(num, v, detail))

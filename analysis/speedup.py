@@ -78,8 +78,6 @@ class SpeedupTable:
     """Arms in display order (the 4-way ablation order first)."""
     rows: tuple[SpeedupRow, ...]
     """One row per (group, arm) present."""
-    n_boot: int = 0
-    """Kept for callers of the bootstrap version; the intervals are now analytic (0)."""
 
 
 def ablation_order(arms: list[str] | tuple[str, ...]) -> tuple[str, ...]:
@@ -118,14 +116,8 @@ def speedup_table(
     *,
     arms: list[str] | None = None,
     by: str = "group",
-    n_boot: int = 0,
-    seed: int = 0,
 ) -> SpeedupTable:
-    """Per `by` value and arm: k/n, KM median grok step, and speedup vs `baseline`.
-
-    `n_boot` and `seed` are accepted for older callers and ignored (intervals are analytic).
-    """
-    del n_boot, seed
+    """Per `by` value and arm: k/n, KM median grok step, and speedup vs `baseline`."""
     require_columns(trials, ["arm", by])
     all_arms = sorted(trials["arm"].unique())
     arms = list(arms) if arms else all_arms

@@ -24,6 +24,8 @@ from grokray.schema import SCHEMA_VERSION
 
 QUARANTINE = "quarantine"
 TMP_PREFIX = ".tmp-"
+PLAN = "plan.json"
+"""a sweep dir's plan: what its last run meant to run (`grokray.sweep.runner.run_plan`)"""
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,18 @@ def read_dir(out_dir: str | os.PathLike | Location, sub: str, *,
     frame = pd.concat(frames, ignore_index=True, sort=False) if frames else \
         pd.DataFrame(columns=[*(want or required), "file"])
     return Tables(frame, damaged, files)
+
+
+def read_plan(out_dir: str | os.PathLike) -> dict[str, Any] | None:
+    """The plan of a sweep dir's last run (sweep, spec, run_id, config_hashes, seeds), or None
+    when it has none."""
+    import json
+
+    loc = Location.of(out_dir)
+    if not loc.exists(PLAN):
+        return None
+    with loc.fs.open_input_stream(loc.join(PLAN)) as f:
+        return json.loads(f.readall().decode())
 
 
 def _version_problem(df: pd.DataFrame) -> tuple[str, bool] | None:

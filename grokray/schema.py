@@ -53,7 +53,9 @@ CURVE_KEY_COLUMNS = [
     "schema_version", "sweep", "run_id", "config_hash", "seed", "group", "arch", "arm", "step",
 ]
 CURVE_REQUIRED_COLUMNS = CURVE_KEY_COLUMNS + ["train_loss", "train_acc", "val_loss", "val_acc"]
-CURVE_OPTIONAL_COLUMNS = ["loss_assoc", "loss_ident", "loss_inv", "lambda_alg", "lr"]
+AXIOM_COLUMNS: dict[str, str] = {"assoc": "loss_assoc", "ident": "loss_ident", "inv": "loss_inv"}
+"""FORGE's algebra losses in the curves table: short name of each axiom -> its column"""
+CURVE_OPTIONAL_COLUMNS = [*AXIOM_COLUMNS.values(), "lambda_alg", "lr"]
 METRIC_PREFIX = "metric_"
 
 # config fields whose flattened column would clash with an identity column: the identity wins

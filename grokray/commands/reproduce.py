@@ -57,7 +57,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def ledger_specs(scale: str) -> list[str]:
-    """Spec paths (relative to the repository root) of the ledger's sweeps, in claim order."""
+    """Spec paths (relative to the repository root) of the ledger's sweeps, in claim order: the
+    `spec` of each claim in analysis/ledger/claims.yaml."""
     from analysis.ledger import CLAIMS
 
     out: list[str] = []

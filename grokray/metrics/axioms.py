@@ -17,10 +17,10 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from grokray.schema import AXIOM_COLUMNS
+
 __all__ = ["AXIOM_COLUMNS", "DEFAULT_REL", "first_below", "axiom_emergence"]
 
-AXIOM_COLUMNS: dict[str, str] = {"assoc": "loss_assoc", "ident": "loss_ident", "inv": "loss_inv"}
-"""short name of each axiom -> its curve column"""
 
 DEFAULT_REL = 0.01
 """default threshold, relative to the initial loss"""

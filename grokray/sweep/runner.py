@@ -234,6 +234,18 @@ def trials_written(plan: Plan) -> int:
     return sum(i.base_name.endswith(suffix) for i in loc.listdir(store.TRIALS))
 
 
+def plan_record(plan: Plan) -> dict[str, Any]:
+    """The sweep dir's plan.json: what this run means to run. Its identities, config_hashes x
+    seeds (every config of the grid; none for a search), are the rows analysis.ledger reads."""
+    spec = plan.spec
+    return {
+        "sweep": spec.name, "spec": spec.path, "run_id": plan.run_id,
+        "n_trials": plan.n_trials, "seeds": spec.seeds,
+        "config_hashes": [c.config_hash() for c in spec.trials()],
+        "written_at": datetime.now(timezone.utc).isoformat(),
+    }
+
+
 def run_plan(plan: Plan, backend: Backend, display: Any | None = None,
              writer: Writer | None = None) -> Writer:
     """Run what the plan says is missing; every finished trial is written as it ends.
@@ -241,12 +253,7 @@ def run_plan(plan: Plan, backend: Backend, display: Any | None = None,
     Pass your own `writer` to know what was written when the run is interrupted."""
     spec = plan.spec
     store.repair(spec.sweep_dir)
-    store.write_plan(spec.sweep_dir, {
-        "sweep": spec.name, "spec": spec.path, "run_id": plan.run_id,
-        "n_trials": plan.n_trials, "seeds": spec.seeds,
-        "config_hashes": [c.config_hash() for c in spec.trials()],
-        "written_at": datetime.now(timezone.utc).isoformat(),
-    })
+    store.write_plan(spec.sweep_dir, plan_record(plan))
     writer = writer or Writer(plan, display)
     try:
         if spec.search is not None and plan.n_search_new:

@@ -40,7 +40,8 @@ from grokray.schema import ID_COLUMNS, SCHEMA_VERSION
 
 TRIALS = "trials"
 CURVES = "curves"
-PLAN = "plan.json"
+PLAN = files.PLAN
+read_plan = files.read_plan
 _TMP_PREFIX = files.TMP_PREFIX
 
 
@@ -219,15 +220,6 @@ def write_plan(out_dir: str | os.PathLike, plan: dict[str, Any]) -> None:
     loc = Location.of(out_dir)
     data = json.dumps(plan, indent=1, sort_keys=True).encode()
     loc.write_bytes_atomic(loc.join(PLAN), lambda out: out.write(data))
-
-
-def read_plan(out_dir: str | os.PathLike) -> dict[str, Any] | None:
-    """The last sweep's plan, or None."""
-    loc = Location.of(out_dir)
-    if not loc.exists(PLAN):
-        return None
-    with loc.fs.open_input_stream(loc.join(PLAN)) as f:
-        return json.loads(f.readall().decode())
 
 
 # ----------------------------------------------------------------------------- manifest

@@ -1,10 +1,12 @@
-"""The reproduction ledger (analysis/ledger.py) on the tiny fixture sweeps: verdicts, values and
+"""The reproduction ledger (analysis/ledger/) on the tiny fixture sweeps: verdicts, values and
 'not run' rows; `grokray analyze ledger` and `grokray reproduce --dry-run` through the CLI."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -38,6 +40,15 @@ def out(tmp_path_factory, tiny):
     tiny.write_ablation(root / "fourier_sign_cpu")
     tiny.write_capacity(root / "capacity_cpu")
     return root
+
+
+def _write_plan(d: Path, spec: str) -> None:
+    """The plan.json a run of `spec` writes into sweep dir `d`."""
+    from grokray.sweep import store
+    from grokray.sweep.runner import make_plan, plan_record
+    from grokray.sweep.spec import load_spec
+
+    store.write_plan(d, plan_record(make_plan(load_spec(str(L.repo_root() / spec)))))
 
 
 def _rows(out):
@@ -76,10 +87,12 @@ def test_claims_without_data_are_not_run_rows(out, tmp_path):
     assert {r.verdict for r in empty.rows} == {L.NOT_RUN}
 
 
-def test_rows_of_other_configs_are_not_read_as_the_claim(out):
-    # the fixture's configs are not those sweeps/cpu/scaling.yaml runs: by default they are
-    # not taken for the claim (a sweep dir may hold rows of an older default)
-    r = {x.claim.key: x for x in L.ledger(out).rows}["forge.scaling.alpha"]
+def test_rows_of_other_configs_are_not_read_as_the_claim(tmp_path, tiny):
+    # the fixture's configs are not those sweeps/cpu/scaling.yaml runs, which the dir's plan
+    # names (as `grokray sweep` writes it): by default they are not taken for the claim (a
+    # sweep dir may hold rows of an older default)
+    _write_plan(tiny.write_ablation(tmp_path / "scaling_cpu"), "sweeps/cpu/scaling.yaml")
+    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.scaling.alpha"]
     assert r.verdict == L.NOT_RUN and "other configs" in r.measured.detail
 
 
@@ -134,7 +147,7 @@ def test_topology_and_rfm_rows_use_kaplan_meier(tmp_path, tiny):
     T = T[T["arm"].isin(["mlp", "forge"]) & (T["group"] == "Z5")].copy()
     T["arm"] = T["arm"].map({"mlp": "layernorm", "forge": "spherical_bounded"})
     T["arch"], T["op"] = "transformer", "add"
-    m = L.topology_speedup(T)
+    m = L.measure(L.claim("geom.spherical.speedup"), T)
 
     def km(df):
         d = durations(df)
@@ -144,7 +157,7 @@ def test_topology_and_rfm_rows_use_kaplan_meier(tmp_path, tiny):
     assert m.value == pytest.approx(base.median / fast.median)  # fixture factor 4
     assert m.value == pytest.approx(4.0, rel=0.3) and m.grokked == 6
     R = T.assign(arch="rfm", op="add", arm="rfm_gaussian")
-    r = L.rfm_iters("add")(R)
+    r = L.measure(L.claim("rfm.iters.add"), R)
     k = km(R)
     assert (r.value, r.ci) == (k.median, (k.lo, k.hi))
 
@@ -156,7 +169,7 @@ def test_hamiltonian_drift_claim_verdicts():
                 for a, vals in (("mlp", mlp), ("dad+algebra", alg)) for i, v in enumerate(vals)]
         return pd.DataFrame(rows)
 
-    m = L.hamiltonian_drift("kepler")
+    m = functools.partial(L.measure, L.claim("forge.hamiltonian.kepler.energy"))
     good = m(frame([0.5, 0.6, 0.4], [0.01, 0.02, 0.015]))
     assert good.value == pytest.approx(0.5 / 0.015) and good.verdict == L.REPRODUCED
     assert good.ci[0] <= good.value <= good.ci[1]
@@ -173,10 +186,10 @@ def test_axiom_claims_read_the_metric_columns_the_store_writes():
     T = pd.DataFrame({"arm": "forge", "group": ["S4", "S4", "A4"], "status": "grokked",
                       "metric_ident_lead": [-250.0, -100.0, -150.0],
                       "metric_wedderburn_frac": [1.0, 1.0, 0.98]})
-    m = L.ident_lead(T)
+    m = L.measure(L.claim("forge.axioms.ident_lead"), T)
     assert m.value == -150.0 and m.grokked == 3
     assert L.verdict_of(583.0, m.value, m.ci, null=0.0, log=False, tol=0.25) == L.OPPOSITE
-    w = L.wedderburn(T)
+    w = L.measure(L.claim("forge.wedderburn"), T)
     assert w.value == 1.0 and "A4 0.9800" in w.detail
 
 
@@ -187,10 +200,82 @@ def test_a_censored_baseline_gives_a_one_sided_interval_not_a_free_verdict():
                       "status": ["not_grokked"] * 5 + ["grokked"] * 5,
                       "grok_step": [None] * 5 + [300, 400, 400, 450, 400],
                       "steps": 6000, "steps_run": [6000] * 5 + [550, 650, 650, 700, 650]})
-    m = L.speedup("A5", "forge", "mlp")(T)
+    m = L.measure(L.claim("forge.a5.speedup.mlp"), T)
     assert m.value == 15.0 and "lower bound" in m.detail
     assert m.ci[0] == pytest.approx(6000 / 450) and math.isinf(m.ci[1])
     for paper in (3.0, 10.1):
         assert L.verdict_of(paper, m.value, m.ci, null=1.0, log=True,
                             tol=0.25) == L.SAME_DIRECTION
     assert L.verdict_of(20.0, m.value, m.ci, null=1.0, log=True, tol=0.25) == L.REPRODUCED
+
+
+def _plan(d: Path, hashes, seeds) -> None:
+    (d / "plan.json").write_text(json.dumps({"config_hashes": list(hashes), "seeds": seeds}))
+
+
+def test_current_rows_are_the_identities_the_plan_names(tmp_path, tiny):
+    d = tiny.write_ablation(tmp_path / "nonabelian_cpu")
+    T = load([d]).trials
+    _plan(d, sorted(set(T["config_hash"])), [0, 1])  # the sweep now runs seeds 0 and 1 only
+    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.nonabelian.mlp_fails"]
+    sub = T[T["seed"].isin([0, 1]) & T["group"].isin(["S3", "D4", "A4"])
+            & T["arm"].isin(["mlp", "forge"]) & (T["status"] != "failed")]
+    g = int((sub["status"] == "grokked").sum())
+    assert (r.measured.grokked, r.measured.censored) == (g, len(sub) - g)
+    assert (g, len(sub) - g) != (8, 10)  # every row: the fixture test above
+    assert L.sweeps.NO_PLAN not in r.measured.detail
+
+
+def test_a_dir_without_a_plan_has_every_row_read_and_says_so(tmp_path, tiny):
+    tiny.write_ablation(tmp_path / "nonabelian_cpu")
+    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.nonabelian.mlp_fails"]
+    assert (r.measured.grokked, r.measured.censored) == (8, 10)
+    assert r.measured.detail.endswith(L.sweeps.NO_PLAN)
+
+
+def test_a_plan_that_is_not_a_plan_is_a_not_run_row(tmp_path, tiny):
+    d = tiny.write_ablation(tmp_path / "nonabelian_cpu")
+    (d / "plan.json").write_text('{"config_hashes": ["ab"]}')  # no seeds
+    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.nonabelian.mlp_fails"]
+    assert r.verdict == L.NOT_RUN and "cannot read" in r.measured.detail
+
+
+def test_each_claim_names_its_specs_sweep_and_reproduce_runs_them():
+    from grokray.commands.reproduce import ledger_specs
+    from grokray.sweep.spec import load_spec
+
+    measured = [c for c in L.CLAIMS if c.spec]
+    for c in measured:
+        assert load_spec(str(L.repo_root() / c.spec)).name == c.sweep, c.key
+    assert ledger_specs("cpu") == list(dict.fromkeys(c.spec for c in measured))
+    assert len(measured) == 22 and len(L.CLAIMS) == 24
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ("measure: speedup", "measure 'speedups'; valid: speedup,"),
+    ("params: {arm: forge, base: mlp}", "params of speedup: got an unexpected keyword"),
+    ("tol: 0.25", "unknown keys tolerance; valid:"),
+    ("paper_value: 10.1", "paper_value 'ten'; valid: a number or a ratio a/b"),
+    ("paper: forge", "paper 'forge2'; valid: forge, geom, rfm"),
+])
+def test_a_claim_the_measures_cannot_run_fails_at_load(edit, message):
+    good = """claims:
+  - key: k
+    paper: forge
+    claim: c
+    paper_value: 10.1
+    paper_text: t
+    spec: sweeps/cpu/a5_ablation.yaml
+    sweep: a5_ablation_cpu
+    measure: speedup
+    params: {arm: forge, base: mlp}
+    tol: 0.25
+"""
+    assert L.load_claims(good)[0].params == {"arm": "forge", "base": "mlp"}
+    bad = {"measure: speedup": "measure: speedups",
+           "params: {arm: forge, base: mlp}": "params: {arm: forge, base: mlp, by: op}",
+           "tol: 0.25": "tolerance: 0.25", "paper_value: 10.1": "paper_value: ten",
+           "paper: forge": "paper: forge2"}[edit]
+    with pytest.raises(ValueError, match="claim 'k'") as err:
+        L.load_claims(good.replace(edit, bad))
+    assert message in str(err.value)

@@ -1,0 +1,68 @@
+"""95% intervals for values that are not censored durations: rates and medians.
+
+- `clopper_pearson(k, n)`: the exact binomial interval of a rate k/n;
+- `median_ci(x)`: the median and a percentile bootstrap interval (Wedderburn fractions, axiom
+  leads, grokking delays, invariant drifts);
+- `median_ratio_ci(num, den)`: median(num) / median(den) of two independent samples and the
+  percentile interval of the same ratio over bootstrap resamples of each.
+
+Every bootstrap draws `n_boot` resamples (with replacement) from one seeded generator, so the
+same data always give the same interval. Censored durations (grok steps) have their own
+estimators in analysis.survival and analysis.speedup.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+N_BOOT = 2000
+"""bootstrap resamples"""
+SEED = 0
+"""seed of the bootstrap generator"""
+NAN2 = (math.nan, math.nan)
+"""the interval of a value that cannot be computed"""
+
+
+def clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    """Exact 95% interval of the rate k/n (NaN for n = 0)."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return NAN2
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def _boot_medians(x: np.ndarray, rng: np.random.Generator, n_boot: int) -> np.ndarray:
+    """[n_boot] medians of resamples of x."""
+    return np.median(rng.choice(x, size=(n_boot, len(x)), replace=True), axis=1)
+
+
+def _percentile(boot: np.ndarray) -> tuple[float, float]:
+    lo, hi = np.quantile(boot, [0.025, 0.975], method="inverted_cdf")
+    return float(lo), float(hi)
+
+
+def median_ci(x: np.ndarray, n_boot: int = N_BOOT,
+              seed: int = SEED) -> tuple[float, tuple[float, float]]:
+    """Median of x and its 95% percentile bootstrap interval (NaN for no values)."""
+    if not len(x):
+        return math.nan, NAN2
+    boot = _boot_medians(x, np.random.default_rng(seed), n_boot)
+    return float(np.median(x)), _percentile(boot)
+
+
+def median_ratio_ci(num: np.ndarray, den: np.ndarray, n_boot: int = N_BOOT,
+                    seed: int = SEED) -> tuple[float, tuple[float, float]]:
+    """median(num) / median(den) and its 95% percentile bootstrap interval (each sample
+    resampled on its own; a zero median gives inf, 0/0 NaN)."""
+    if not len(num) or not len(den):
+        return math.nan, NAN2
+    rng = np.random.default_rng(seed)
+    b_den = _boot_medians(den, rng, n_boot)
+    b_num = _boot_medians(num, rng, n_boot)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = float(np.median(num) / np.median(den))
+        return ratio, _percentile(b_num / b_den)

@@ -1,0 +1,124 @@
+"""The ledger's claims as data: `Claim` and its loader from claims.yaml (shipped beside this file).
+
+A claim names the paper's number, the sweep it reads (spec file and output dir), which rows
+(`where`) and which measure of analysis/ledger/measures.py computes the value, with what
+parameters; the verdict's settings (null, log scale, tolerance) come with it. Loading checks
+every claim against the measures' signatures, so a typo in the data fails at import, naming the
+claim and what is valid.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from analysis import papers
+from analysis.ledger.measures import MEASURES
+
+PAPERS = {"forge": papers.FORGE, "geom": papers.GEOM, "rfm": papers.RFM}
+"""claims.yaml's paper ids -> the papers' names"""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One headline claim of a paper and how to measure it."""
+
+    key: str
+    """Stable id, e.g. "forge.z97.speedup.forge+grokfast"."""
+    paper: str
+    """Which paper (papers.FORGE, papers.GEOM, papers.RFM)."""
+    claim: str
+    """The claim in words."""
+    paper_value: float
+    """The paper's number (NaN for a claim that has none)."""
+    paper_text: str
+    """How the paper states it."""
+    spec: str = ""
+    """The CPU-scale sweep spec (relative to the repository root); "" when none exists."""
+    sweep: str = ""
+    """The spec's sweep name: the output dir the claim reads (OUT/<sweep>)."""
+    where: Mapping[str, Any] = field(default_factory=dict)
+    """Rows the measure reads: column -> value, or a list of values (any of them)."""
+    measure: str = ""
+    """Name of the measure (analysis.ledger.measures.MEASURES); "" when no sweep measures it."""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """The measure's keyword arguments."""
+    null_value: float = 1.0
+    """The no-effect value: the verdict's direction is the side of it (1 ratio, 0 difference)."""
+    log: bool = True
+    """Compare on the log scale (ratios, steps) rather than linearly."""
+    tol: float = 0.25
+    """Relative tolerance for 'reproduced' beside the interval test."""
+    analyze: str = ""
+    """The `grokray analyze ...` line that shows the computation ({dir}: the sweep dir)."""
+    why_not: str = ""
+    """For a claim no CPU sweep measures: why."""
+
+
+CLAIMS_FILE = "claims.yaml"
+
+
+def repo_root() -> Path:
+    """The directory holding sweeps/ (the repository root): claims' spec paths are relative
+    to it."""
+    return Path(__file__).resolve().parents[2]
+
+
+def load_claims(text: str | None = None) -> tuple[Claim, ...]:
+    """The claims of claims.yaml (or of `text` in its format), checked."""
+    import yaml
+
+    if text is None:
+        text = files("analysis.ledger").joinpath(CLAIMS_FILE).read_text()
+    data = yaml.safe_load(text)
+    claims = tuple(_claim(i, d) for i, d in enumerate(data["claims"]))
+    keys = [c.key for c in claims]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise ValueError(f"{CLAIMS_FILE}: duplicate claim keys {', '.join(dup)}")
+    return claims
+
+
+def _claim(i: int, d: dict[str, Any]) -> Claim:
+    where = f"{CLAIMS_FILE}: claim {d.get('key', i)!r}"
+    known = {f.name for f in fields(Claim)}
+    bad = sorted(map(str, set(d) - known))
+    if bad:
+        raise ValueError(f"{where}: unknown keys {', '.join(bad)}; valid: "
+                         + ", ".join(sorted(known)))
+    if d.get("paper") not in PAPERS:
+        raise ValueError(f"{where}: paper {d.get('paper')!r}; valid: {', '.join(PAPERS)}")
+    c = Claim(**{**d, "paper": PAPERS[d["paper"]],
+                 "paper_value": _number(d["paper_value"], where)})
+    if bool(c.spec) != bool(c.measure) or bool(c.spec) != bool(c.sweep):
+        raise ValueError(f"{where}: a measured claim has spec, sweep and measure; one no sweep "
+                         "measures has none of them and a why_not")
+    if c.measure:
+        if c.measure not in MEASURES:
+            raise ValueError(f"{where}: measure {c.measure!r}; valid: {', '.join(MEASURES)}")
+        try:
+            inspect.signature(MEASURES[c.measure]).bind(None, **c.params)
+        except TypeError as exc:
+            raise ValueError(f"{where}: params of {c.measure}: {exc}") from None
+    return c
+
+
+def _number(v: Any, where: str) -> float:  # noqa: ANN401 - YAML scalar
+    """A paper value: a number, or a ratio "a/b" as the paper states it."""
+    if isinstance(v, str) and "/" in v:
+        a, _, b = v.partition("/")
+        try:
+            return float(a) / float(b)
+        except ValueError:
+            pass
+    elif isinstance(v, (int, float)):
+        return float(v)
+    raise ValueError(f"{where}: paper_value {v!r}; valid: a number or a ratio a/b")
+
+
+CLAIMS: tuple[Claim, ...] = load_claims()
+"""Every claim of the ledger, in ledger order."""
