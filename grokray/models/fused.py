@@ -177,7 +177,7 @@ class _MLPLoss(torch.autograd.Function):
                     Z = act(pre)
             L, dZ = ws.get("logits", (S, c, W2.shape[2]), Ta), ws.get("dz", (S, c, h), Ta)
             nll += _output_ce(Z, W2L, b2L, W2t, y[:, i:i + c], gW2, gb2, L, dZ)
-            if relu:  # relu' = 1 where the output is > 0: one pass (sign, then mul, was two)
+            if relu:  # relu' = 1 where the output is > 0: one pass
                 torch.ops.aten.threshold_backward.grad_input(dZ, Z, 0.0, grad_input=dZ)
             else:
                 dZ = torch.autograd.grad(Z, pre, dZ)[0]

@@ -1,4 +1,4 @@
-"""A small decoder-only transformer over the tokens `a b =`, seed-batched (issue 6).
+"""A small decoder-only transformer over the tokens `a b =`, seed-batched.
 
 Sequence: T = 3 tokens, x_0 = a, x_1 = b, x_2 = `=` (token id n_in); vocabulary V = n_in + 1.
 The answer a*b is read at the last position. Defaults follow Nanda et al.: 1 layer, d_model 128,
