@@ -120,7 +120,6 @@ class _AssocAll(torch.autograd.Function):
         return (*_scale(ctx.saved_tensors, g), None, None)
 
 
-
 def assoc_gram(E: torch.Tensor, U: torch.Tensor, V: torch.Tensor, W: torch.Tensor,
                Ut: torch.Tensor, Vt: torch.Tensor, ws: Workspace) -> torch.Tensor:
     """Through Gram matrices (autograd): both sides end in W, so each term is
@@ -526,7 +525,6 @@ def assoc_sampled(Ut: torch.Tensor, Vt: torch.Tensor, U: torch.Tensor, V: torch.
     reused), as for the data losses.
     """
     return _AssocSampled.apply(Ut, Vt, U, V, W, i, j, k, ws, torch.is_grad_enabled())
-
 
 
 # ---------------------------------------------------------------------- the table and the rule

@@ -112,6 +112,7 @@ class BaseModel:
     pair_floats = 0
 
     def logits(self, a: Tensor, b: Tensor) -> Tensor:
+        """[S, B, n_out]: every family defines its own."""
         raise NotImplementedError
 
     def data_losses(self, a: Tensor, b: Tensor, y: Tensor, chunk: int) -> Iterator[Tensor]:
