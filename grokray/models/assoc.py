@@ -147,7 +147,8 @@ def assoc_gram(E: torch.Tensor, U: torch.Tensor, V: torch.Tensor, W: torch.Tenso
         Ct = torch.einsum("sie,sijf->sjef", E, Mv).reshape(S, n * d, d)  # rows: C_j^T
         Yt = _sandwich_t(U, Ct) * Q.transpose(1, 2)[:, :, None, :]  # [a, j, b] = (Q * A_j)[b, a]
         P = torch.bmm(Yt.view(S, R * n, R), V)  # [b, j, e] = ((Q * A_j)^T V)[b, e]
-        Zt = torch.bmm(V.transpose(1, 2), P.view(S, R, n * d)).view(S, d, n, d)  # Z_j[e, f]
+        Zt = torch.bmm(V.transpose(1, 2), P.view(S, R, n * d))
+        Zt = Zt.view(S, d, n, d)  # [f, j, e] = Z_j[e, f]
         D = torch.einsum("sjkf,ske->sjfe", Mv, E)  # [j, f, e] = D_j[e, f]
         lr = (Zt.permute(0, 2, 1, 3) * D).sum((1, 2, 3))
     else:
