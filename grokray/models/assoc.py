@@ -8,7 +8,7 @@ sampled triples (`assoc_sampled`, above it). The exact loss has four forms, equa
 gradient (float64 tests against the triple-by-triple `assoc_naive`, the reference):
 
     direct          R-space, term by term, sharing the n^2 products m_ij:    O(n^3 R d)
-    gram            R-space, the sums over triples as small Gram matrices:    O(n^2 R max(R, d))
+    gram            R-space, the sums over triples as small Gram matrices:    O(n^2 R^2)
     tensor_direct   through the structure tensor T (below), term by term:     O(n^3 d^2)
     tensor_gram     through T and the Gram matrix G = E^T E alone:            O(d^5), any n
 
