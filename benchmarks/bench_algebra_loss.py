@@ -11,7 +11,7 @@ censored, shown as '>steps'), the (upper) median grok step, the median wall-cloc
 grok (the trial's process CPU time at the eval where that seed grokked, S seeds trained together;
 censored seeds count as the whole run; with 1 torch thread that is the wall-clock time of a quiet
 machine, and other processes' load does not count), and the ms per step while every seed trains
-with lambda_alg > 0. The exact loss is computed in the form forge.assoc_form picks.
+with lambda_alg > 0. The exact loss is computed in the form assoc.assoc_form picks.
 The last columns time one step of each mode and of the matched-budget MLP on the same group
 (best of --repeats interleaved measurements, each the difference of runs of 2 and 1 times
 --time-steps steps, so setup and the two evals cancel): the FORGE / MLP step ratio.
@@ -19,9 +19,9 @@ The last columns time one step of each mode and of the matched-budget MLP on the
     python benchmarks/bench_algebra_loss.py --aux --groups S3,D4,Q8,A4,Z14,D8,S4,A5 --seeds 8
 
 times L_assoc alone (forward + backward, ms of process CPU time, best of --repeats rounds that
-alternate the forms): the four exact forms (R-space term by term, models/fused.py assoc_all, and
-Gram, Forge._assoc_full; through the structure tensor, models/structure.py, term by term and
-Gram) and the sampled one (forge.alg_samples triples), and the form forge.assoc_form picks;
+alternate the forms): the four exact forms of models/assoc.py (R-space term by term and Gram;
+through the structure tensor, term by term and Gram) and the sampled one (forge.alg_samples
+triples), and the form assoc.assoc_form picks;
 with `--old-tree DIR` also that checkout's FORGE on the same parameters, in the form it picks
 (column 'old'; e.g. a `git archive` of an older main).
 """
@@ -107,8 +107,8 @@ EXACT = ("direct", "gram", "tensor_direct", "tensor_gram")
 def aux_ms(group: str, seeds: int, repeats: int) -> dict[str, float]:
     """ms (process CPU time) of one L_assoc forward + backward per form, best of `repeats`
     alternating rounds: the four exact forms (Forge._assoc_exact) and the sampled one."""
-    from grokray.models.forge import DIRECT_ASSOC_MAX, Forge
-    from grokray.models.fused import assoc_sampled
+    from grokray.models.assoc import DIRECT_ASSOC_MAX, FORMS, assoc_sampled
+    from grokray.models.forge import Forge
     from grokray.tasks import make_task
 
     n = make_task(group).n_in
@@ -139,8 +139,7 @@ def aux_ms(group: str, seeds: int, repeats: int) -> dict[str, float]:
         old.ws = Workspace()
 
     forms = [f for f in (*EXACT, "sampled")
-             if not (f == "direct" and S * n**3 * R > DIRECT_ASSOC_MAX)
-             and not (f == "tensor_direct" and n**3 * d > DIRECT_ASSOC_MAX)]
+             if f == "sampled" or FORMS[f].buffer(n, d, R, S) <= DIRECT_ASSOC_MAX]
     if old is not None:
         forms.append("old")
     best = {f: float("inf") for f in forms}
@@ -179,14 +178,14 @@ def main(argv: list[str] | None = None) -> int:
         OLD["Forge"] = load_old_forge(args.old_tree)
     torch.set_num_threads(args.threads)
     if args.aux:
-        from grokray.models.forge import assoc_form
+        from grokray.models.assoc import assoc_form
         from grokray.tasks import make_task
 
         reps = max(args.repeats, 5)
         probe = cfg_of("S3", "forge", 1, 1, {}).model
         print(f"L_assoc forward + backward, ms of process CPU time, S = {args.seeds}, d "
               f"{probe.d}, R {probe.rank}, best of {reps}; '-': its n^3 buffer is over "
-              "forge.DIRECT_ASSOC_MAX", flush=True)
+              "assoc.DIRECT_ASSOC_MAX", flush=True)
         cols = (*EXACT, "sampled", *(("old",) if OLD else ()))
         print(f"{'group':7s} {'n':>3s} " + " ".join(f"{f:>13s}" for f in cols)
               + "  chosen", flush=True)

@@ -10,18 +10,17 @@ the MLP (so machine noise hits both alike). Columns (ms per step):
 
 - forge: FORGE's step while lambda_alg > 0 (data loss + algebra losses + optimizer), the step
   that counts for a seed that groks in the first half of the budget;
-- old: the same step with `--old-tree DIR`'s FORGE (models/fused.py, structure.py, forge.py of
-  another checkout, e.g. `git archive` of an older main, loaded under other module names and
-  swapped in as the trial's model class), or without it L_assoc in the form the code before the
-  structure-tensor forms chose (R-space term by term while n^2 <= 3 R and S n^3 R <=
-  forge.DIRECT_ASSOC_MAX, else R-space Gram); in the same process, interleaved: old / forge is
-  the speedup;
+- old: the same step with `--old-tree DIR`'s FORGE (models/fused.py, structure.py or assoc.py,
+  forge.py of another checkout, e.g. `git archive` of an older main, loaded under other module
+  names and swapped in as the trial's model class), or without it L_assoc in the R-space forms
+  alone (term by term while n^2 <= 3 R and S n^3 R <= assoc.DIRECT_ASSOC_MAX, else Gram); in
+  the same process, interleaved: old / forge is the speedup;
 - late: FORGE's step once lambda_alg is 0 (the linear schedule's second half);
 - mlp: the matched-budget MLP's step (`model.matched_budget`), and the ratio forge / mlp;
 - eval: one evaluation (all pairs, plus FORGE's algebra losses for the curves), FORGE and MLP;
 - the arithmetic floor (a second table; `--no-floor` skips it): the modelled multiply-adds per
-  seed of FORGE's step by part (data loss; L_assoc in the form forge.assoc_form picks, its maps
-  included, structure.assoc_macs; L_ident + L_inv with g_phi) and of the MLP's step (GEMMs
+  seed of FORGE's step by part (data loss; L_assoc in the form assoc.assoc_form picks, its maps
+  included, assoc.FORMS[form].macs; L_ident + L_inv with g_phi) and of the MLP's step (GEMMs
   only, forward + backward), their ratio (the best forge / mlp possible at equal GEMM
   efficiency), each side's achieved GFLOP/s, and "best": (FORGE's late step + its algebra
   GEMMs at the sgemm rate measured in this process at a K = d shape) / the MLP's step, the ratio
@@ -44,9 +43,9 @@ from pathlib import Path
 import torch
 
 from grokray.config import TrialConfig
-from grokray.models.forge import DIRECT_ASSOC_MAX, Forge, assoc_form
+from grokray.models.assoc import DIRECT_ASSOC_MAX, FORMS, assoc_form
+from grokray.models.forge import Forge
 from grokray.models.mlp import hidden_width
-from grokray.models.structure import assoc_macs
 from grokray.trainer import _Trial
 from grokray.trial import TrialRun
 
@@ -56,9 +55,10 @@ OLD: dict = {}  # "Forge": the --old-tree model class
 
 
 def load_old_forge(tree: str) -> type:
-    """The Forge class of another checkout: its models/fused.py, structure.py (if present) and
-    forge.py, executed under other module names (grokray's other modules are shared)."""
-    names = [n for n in ("fused", "structure", "forge")
+    """The Forge class of another checkout: its models/fused.py, structure.py and assoc.py (those
+    present) and forge.py, executed under other module names (grokray's other modules are
+    shared)."""
+    names = [n for n in ("fused", "structure", "assoc", "forge")
              if (Path(tree) / "grokray" / "models" / f"{n}.py").exists()]
     for name in names:
         path = Path(tree) / "grokray" / "models" / f"{name}.py"
@@ -83,8 +83,8 @@ def trial(group: str, arch: str, seeds: int, steps: int) -> _Trial:
 
 
 def old_form(t: _Trial) -> None:
-    """Make the trial's FORGE the --old-tree one, or use the form the code before
-    models/structure.py chose."""
+    """Make the trial's FORGE the --old-tree one, or compute its L_assoc in the R-space forms
+    alone (the choice before the structure-tensor forms)."""
     m = t.model
     if "Forge" in OLD:
         m.__class__ = OLD["Forge"]
@@ -144,7 +144,7 @@ def macs(fo: _Trial, ml: _Trial) -> dict[str, float]:
         k = m.n_samples
         assoc = 15 * k * R * d
     else:
-        assoc = assoc_macs(form, n, d, R)
+        assoc = FORMS[form].macs(n, d, R)
     ni = min(n, m.n_samples)
     idinv = 3 * (6 * ni * R * d + 2 * ni * d * hg + 2 * R * d)
     h = hidden_width(ml.cfg, ml.model.n_in, ml.model.n_out)
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         OLD["Forge"] = load_old_forge(args.old_tree)
     probe = trial("S3", "forge", 1, 10).cfg.model
     gf = sgemm_gflops(probe.d)
-    old = f"FORGE from {args.old_tree}" if args.old_tree else "the pre-structure-tensor form"
+    old = f"FORGE from {args.old_tree}" if args.old_tree else "the R-space forms alone"
     print(f"torch {torch.__version__}, {args.threads} thread(s), d {probe.d}, R {probe.rank}, "
           f"ms per step, best of {args.repeats} x {args.steps} steps; old: {old}; sgemm "
           f"[576, {probe.d}] x [{probe.d}, 768]: {gf:.1f} GFLOP/s", flush=True)

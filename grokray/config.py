@@ -38,16 +38,15 @@ class ModelConfig:
     """embedding dimension (MLP: per operand; FORGE: the fiber dimension). `auto` (the default)
     is resolved when the config is built, and the number is what is hashed and stored: FORGE
     (and the MLP matched to it) max(32, the dimension of the group's smallest faithful real
-    Wedderburn sum), every other model 32 (grokray.models.forge.auto_shape; issue 13)"""
+    Wedderburn sum), every other model 32 (grokray.models.forge.auto_shape)"""
     hidden: int = positive(128)
     """MLP hidden width h (ignored when `matched_budget` is on)"""
     rank: int | Literal["auto"] = positive("auto")
     """FORGE DAD rank R (capacity R*d). `auto` (the default), resolved like `d`: FORGE (and the
     MLP matched to it) max(256, 3.7 x the real-rank bound of that Wedderburn sum, up to a
-    multiple of 8), every other model 256. 256 (issue 13; was 64): F21 and Heis3, whose faithful
-    irreps are complex of degree 3 (M_3(C), multiplication rank <= 69), stayed at val acc 0.2-0.5
-    at R 64 and grokked in only 9/10 and 8/10 seeds at R 128; at R 256 in 10/10 each
-    (docs/reproduction.md)"""
+    multiple of 8), every other model 256: F21 and Heis3, whose faithful irreps are complex of
+    degree 3 (M_3(C), multiplication rank <= 69), grok in 10/10 seeds each at R 256, in 9/10 and
+    8/10 at R 128 and stay at val acc 0.2-0.5 at R 64 (docs/reproduction.md)"""
     act: str = choice("relu", ACTIVATIONS)
     """MLP hidden activation: relu, gelu, tanh, silu, quadratic, identity"""
     matched_budget: bool = False
@@ -102,7 +101,7 @@ class GrokfastConfig:
 
 @dataclass
 class MetricsConfig:
-    """Grokking detection and mechanism-metric cadence (issue 8)."""
+    """Grokking detection and mechanism-metric cadence."""
 
     grok_threshold: float = 0.99
     """grok step: first eval with val acc >= this"""

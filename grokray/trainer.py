@@ -37,10 +37,9 @@ TRAIN_LOGIT_BUDGET = 1 << 25  # elements of one training logits chunk (gradient 
 CPU_CHUNK_BUDGET = 5 << 20  # on CPU, a chunk of pairs holds at most this many floats: its
 # logits and the model's per-pair floats (Model.pair_floats), over all seeds; cache-sized working
 # sets. At Z97, S = 8 this gives the MLP 1,362 pairs a chunk, FORGE (d 32, R 256) 705, the
-# transformer (d 128, d_mlp 512) 305: FORGE's step is 1.3x faster than at 1,351 pairs (the
-# logits-only budget of 2^20 before), the transformer's 1.1x faster than at 675, the MLP's a
-# little faster than at 337 (benchmarks/README.md, issue 19's fifth session); on CUDA one big
-# chunk is best
+# transformer (d 128, d_mlp 512) 305: FORGE's step is 1.3x faster than at 1,351 pairs (a
+# logits-only budget of 2^20), the transformer's 1.1x faster than at 675, the MLP's a little
+# faster than at 337 (benchmarks/README.md); on CUDA one big chunk is best
 
 
 def train(run: TrialRun) -> None:

@@ -1,4 +1,4 @@
-"""Metrics: grokking detection (`grokking`) and the mechanism metrics (issue 8).
+"""Metrics: grokking detection (`grokking`) and the mechanism metrics.
 
 - `grokray.metrics.grokking`: GrokDetector (grok / memorize / un-grok steps, early stop);
 - `grokray.metrics.mechanism`: what the trainer calls at each evaluation (`MetricInputs`,

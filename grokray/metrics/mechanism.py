@@ -1,4 +1,4 @@
-"""The trainer's entry points for the mechanism metrics (issue 8).
+"""The trainer's entry points for the mechanism metrics.
 
 At an evaluation the trainer builds a `MetricInputs` for all S seeds, asks `metrics_due` which
 names are due (`cfg.metrics.cheap` every eval, `cfg.metrics.costly` every `costly_every` evals

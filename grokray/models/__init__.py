@@ -3,7 +3,8 @@
 Each family is one file (mlp.py, forge.py, transformer.py, rfm.py) holding its model, its config
 section and its `FAMILY`, registered by one line in `registry.BUILTIN`
 (see docs/architecture.md, "Adding an architecture"). A gradient-trained model implements
-`protocol.Model`: the trainer and the metrics use nothing else. A model holds S seeds at once,
+`protocol.Model` (subclassing `protocol.BaseModel`, which gives the optional members defaults):
+the trainer and the metrics use nothing else. A model holds S seeds at once,
 every parameter stacked along a leading seed dimension, and is built as
 
     model = get_model(arch)(cfg, n_in, n_out, seeds, device, dtype)

@@ -27,7 +27,7 @@ import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -38,46 +38,18 @@ from grokray.models import (
     gather_rows,
     normal,
     seed_generator,
-    select_params,
     stack_init,
     uniform,
 )
-from grokray.models.fused import Workspace, assoc_all, assoc_sampled, forge_loss, ident_inv
+from grokray.models.assoc import assoc_exact, assoc_sampled, dad
+from grokray.models.fused import Workspace, forge_loss, ident_inv
+from grokray.models.protocol import BaseModel
 from grokray.models.registry import Family
-from grokray.models.structure import (
-    assoc_cost,
-    assoc_tensor_direct,
-    assoc_tensor_gram,
-    element_maps,
-    structure_tensor,
-)
 from grokray.optim.schedules import lambda_alg
 from grokray.trainer import train
 
 if TYPE_CHECKING:  # pragma: no cover
     from grokray.config import TrialConfig
-
-DIRECT_ASSOC_MAX = 1 << 25
-"""Largest buffer (elements) of a term-by-term exact L_assoc: S n^3 R for the R-space form
-(models/fused.py assoc_all), n^3 d per seed for the d-space one (models/structure.py, which
-takes the seeds in passes); above it the Gram forms."""
-
-
-def assoc_form(n: int, d: int, R: int, S: int = 1) -> str:
-    """The exact L_assoc form with the lowest modelled cost (`structure.assoc_cost`, multiply-
-    adds of forward + backward per seed, weighted for the memory-bound passes; calibrated with
-    benchmarks/bench_algebra_loss.py --aux): 'direct' (R-space term by term), 'gram' (R-space
-    Gram), 'tensor_direct' / 'tensor_gram' (through the structure tensor). Exact, all four."""
-    forms = ["gram", "tensor_gram"]
-    if S * n**3 * R <= DIRECT_ASSOC_MAX:
-        forms.append("direct")
-    if n**3 * d <= DIRECT_ASSOC_MAX:
-        forms.append("tensor_direct")
-    return min(forms, key=lambda f: assoc_cost(f, n, d, R))
-
-
-# the maps inside tensor_direct (structure.element_maps): from the tables while 2 n < d, else T
-
 
 @dataclass
 class ForgeConfig:
@@ -102,7 +74,7 @@ class ForgeConfig:
     """fraction of `steps` at which linear/cosine reach 0 and step drops to 0"""
     alg_full_max: int = 64
     """L_assoc exactly over all |G|^3 triples while |G| <= this (the cheapest exact form,
-    `assoc_form`); sampled above"""
+    grokray.models.assoc.assoc_form); sampled above"""
     alg_samples: int = 1024
     """triples sampled per step above alg_full_max; elements sampled for L_ident/L_inv when
     |G| exceeds this"""
@@ -154,7 +126,7 @@ def _t(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(1, 2)
 
 
-class Forge:
+class Forge(BaseModel):
     """FORGE for S seeds; parameters stacked along dim 0."""
 
     def __init__(self, cfg: TrialConfig, n_in: int, n_out: int, seeds: Sequence[int],
@@ -216,7 +188,7 @@ class Forge:
     def mu(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """DAD product. x, y [S, M, d] -> [S, M, d]."""
         p = self.params
-        return torch.bmm(torch.bmm(x, _t(p["U"])) * torch.bmm(y, _t(p["V"])), _t(p["W"]))
+        return dad(x, y, p["U"], p["V"], p["W"])
 
     def g_phi(self, x: torch.Tensor) -> torch.Tensor:
         """Learned inverse. x [S, M, d] -> [S, M, d]."""
@@ -320,121 +292,25 @@ class Forge:
 
     def _assoc_exact(self, Ut: torch.Tensor, Vt: torch.Tensor,
                      form: str | None = None) -> torch.Tensor:
-        """L_assoc over all n^3 triples, [S], in the cheapest exact form (`assoc_form`) or the
+        """L_assoc over all n^3 triples, [S], in the cheapest exact form (models/assoc.py) or the
         given one. Ut, Vt: the tables E U^T, E V^T [S, n, R]."""
         p = self.params
-        E = p["E"]
-        S, n, d = E.shape
-        R = Ut.shape[2]
-        form = form or assoc_form(n, d, R, S)
-        if form == "direct":
-            return self._assoc_direct(Ut, Vt)
-        if form == "gram":
-            return self._assoc_full(Ut, Vt)
-        if form == "tensor_gram":
-            return assoc_tensor_gram(E, structure_tensor(p["U"], p["V"], p["W"], self.ws),
-                                     self.ws)
-        # the maps from the tables (O(n R d^2)) while 2 n < d, else from T (O(d^3 R))
-        P, Rm = element_maps(E, p["U"], p["V"], p["W"], self.ws)
-        return assoc_tensor_direct(E, P, Rm, self.ws)
+        return assoc_exact(p["E"], p["U"], p["V"], p["W"], Ut, Vt, self.ws, form)
 
     def _mu_uv(self, Ux: torch.Tensor, Vy: torch.Tensor) -> torch.Tensor:
         """mu from the projections: W((U x) * (V y)). [S, M, R] (or [S, 1, R]) -> [S, M, d]."""
         return torch.bmm(Ux * Vy, _t(self.params["W"]))
-
-    def _assoc_full(self, Ux: torch.Tensor, Vy: torch.Tensor) -> torch.Tensor:
-        """Mean of |mu(mu(x_i,x_j),x_k) - mu(x_i,mu(x_j,x_k))|^2 over all n^3 triples, exactly.
-
-        Both sides end in W, so each term is |W(l - r)|^2 = (l - r)^T Q (l - r), Q = W^T W, with
-        l_ijk = (U m_ij) * (V x_k) and r_ijk = (U x_i) * (V m_jk), m_ij = mu(x_i, x_j). The sums
-        over triples factor into small Gram matrices (G_M = sum_ij m_ij m_ij^T, G_X = E^T E):
-            sum l'Ql = <Q, (U G_M U^T) * (V G_X V^T)>,  sum r'Qr = <Q, (U G_X U^T) * (V G_M V^T)>,
-            sum l'Qr = sum_j <Q, A_j * B_j>,  A_j = sum_i (U m_ij)(U x_i)^T,
-                                              B_j = sum_k (V x_k)(V m_jk)^T,
-        with A_j, B_j formed either from the [n^2, R] products U m, V m (O(n^2 R^2) work) or, when
-        cheaper (n > d), as U C_j U^T with C_j = sum_i m_ij x_i^T in R^{d x d} (O(n^2 d^2 +
-        n R^2 d)). Either way O(n^2 R d) at most instead of n^3 R d.
-        """
-        p = self.params
-        S, n, R = Ux.shape  # Ux, Vy: the tables E U^T, E V^T [S, n, R]
-        E, U, V, W = p["E"], p["U"], p["V"], p["W"]
-        d = E.shape[2]
-        M = self._mu_all_pairs(Ux, Vy)  # [S, n n, d]
-        Mv = M.view(S, n, n, d)  # [s, i, j]: m_ij
-        Q = torch.bmm(_t(W), W)  # [S, R, R]
-        GM = torch.bmm(_t(M), M)  # [S, d, d]
-        GX = torch.bmm(_t(E), E)
-        ll = (Q * _sandwich(U, GM) * _sandwich(V, GX)).sum((1, 2))  # sum_ijk l'Ql
-        rr = (Q * _sandwich(U, GX) * _sandwich(V, GM)).sum((1, 2))  # sum_ijk r'Qr
-        if n > d:
-            # sum_j <Q * A_j, B_j> with A_j = U C_j U^T, B_j = V D_j V^T equals
-            # sum_j <V^T (Q * A_j) V, D_j>: B_j is never formed
-            Ct = torch.einsum("sie,sijf->sjef", E, Mv).reshape(S, n * d, d)  # rows: C_j^T
-            Yt = _sandwich_t(U, Ct) * _t(Q)[:, :, None, :]  # [a, j, b] = (Q * A_j)[b, a]
-            P = torch.bmm(Yt.view(S, R * n, R), V)  # [b, j, e] = ((Q * A_j)^T V)[b, e]
-            Zt = torch.bmm(_t(V), P.view(S, R, n * d)).view(S, d, n, d)  # [f, j, e] = Z_j[e, f]
-            D = torch.einsum("sjkf,ske->sjfe", Mv, E)  # [j, f, e] = D_j[e, f]
-            lr = (Zt.permute(0, 2, 1, 3) * D).sum((1, 2, 3))
-        else:
-            # batched GEMMs over j in contiguous layouts (einsum here permuted and copied
-            # [S, n, R, R] tensors; the cross term fwd + bwd at S = 8: A4 21 -> 8 ms, S4 37 -> 27)
-            Mt = Mv.transpose(1, 2).reshape(S, n * n, d)  # rows (j, i): m_ij
-            UMt = torch.bmm(Mt, _t(U)).view(S, n, n, R)  # [s, j, i]: U m_ij
-            VM = torch.bmm(M, _t(V)).view(S, n, n, R)  # [s, j, k]: V m_jk
-            A = torch.matmul(UMt.transpose(2, 3), Ux[:, None])  # A_j = sum_i (U m_ij)(U x_i)^T
-            B = torch.matmul(_t(Vy)[:, None], VM)  # B_j = sum_k (V x_k)(V m_jk)^T
-            lr = (Q * (A * B).sum(1)).sum((1, 2))  # sum_ijk l'Qr
-        return (ll + rr - 2.0 * lr) / n**3
-
-    def _mu_all_pairs(self, Ux: torch.Tensor, Vy: torch.Tensor) -> torch.Tensor:
-        """m_ij = mu(x_i, x_j) for all n^2 pairs, [S, n n, d] (row i n + j), as one GEMM
-        Ux @ [Vy_j (.) W^T]_j: no [n, n, R] product tensor. Ux, Vy: the tables [S, n, R]."""
-        S, n, R = Ux.shape
-        W = self.params["W"]
-        WV = (_t(Vy)[:, :, :, None] * _t(W)[:, :, None, :]).reshape(S, R, n * W.shape[1])
-        return torch.bmm(Ux, WV).view(S, n * n, W.shape[1])
-
-    def _uv_all_pairs(self, M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(U m_ij, V m_ij) for M [S, n n, d] from _mu_all_pairs: [S, n, n, R] each."""
-        S, nn, _ = M.shape
-        n = math.isqrt(nn)
-        p = self.params
-        return (torch.bmm(M, _t(p["U"])).view(S, n, n, -1),
-                torch.bmm(M, _t(p["V"])).view(S, n, n, -1))
-
-    def _assoc_direct(self, Ux: torch.Tensor, Vy: torch.Tensor) -> torch.Tensor:
-        """The same loss as `_assoc_full`, term by term over all n^3 triples, sharing the n^2
-        products m_ij, with the gradient computed in the forward (models/fused.py assoc_all).
-        O(n^3 R d) and few passes: faster than the Gram form for small groups, so it is used
-        while n^2 <= 3 R (see DIRECT_ASSOC_MAX). Ux, Vy: the tables E U^T, E V^T [S, n, R]."""
-        p = self.params
-        return assoc_all(Ux, Vy, p["U"], p["V"], p["W"], self.ws)
-
-    def _assoc_naive(self, E: torch.Tensor, i: torch.Tensor | None = None,
-                     j: torch.Tensor | None = None, k: torch.Tensor | None = None) -> torch.Tensor:
-        """The same loss computed triple by triple (for tests): [S]. Over all n^3 triples, or
-        over the given per-seed triples i, j, k [S, m]."""
-        S, n, d = E.shape
-        if i is None:
-            i, j, k = torch.cartesian_prod(*(torch.arange(n, device=E.device),) * 3).T
-            x, y, z = E[:, i], E[:, j], E[:, k]
-        else:
-            x, y, z = gather_rows(E, i), gather_rows(E, j), gather_rows(E, k)
-        return _sqnorm(self.mu(self.mu(x, y), z) - self.mu(x, self.mu(y, z)))
 
     def _sample(self, shape: tuple[int, ...], n: int) -> torch.Tensor:
         return torch.stack([
             torch.randint(n, shape, generator=g, device=self.device) for g in self.gens
         ])
 
-    # ------------------------------------------------------------------ hooks
+    # ------------------------------------------------------------------ views for metrics
 
     def embedding(self) -> torch.Tensor:
         """The fiber embedding E [S, n, d]."""
         return self.params["E"]
-
-    def hooks(self) -> dict[str, Any]:
-        return {}
 
     def embeddings(self) -> dict[str, torch.Tensor]:
         """The fiber embedding E [S, n, d] (and the unembedding D when separate)."""
@@ -450,28 +326,8 @@ class Forge:
         return {"x": x, "y": y, "dad": prod, "mu": torch.bmm(prod, _t(p["W"]))}
 
     def select(self, keep: torch.Tensor) -> None:
-        self.params = select_params(self.params, keep)
+        super().select(keep)
         self.gens = [self.gens[i] for i in keep.tolist()]
-
-
-def _sandwich(A: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
-    """A G A^T over the leading (broadcast) dims: A [..., R, d], G [..., d, d] -> [..., R, R]."""
-    return torch.matmul(torch.matmul(A, G), A.transpose(-1, -2))
-
-
-def _sandwich_t(U: torch.Tensor, Ct: torch.Tensor) -> torch.Tensor:
-    """(U C_j U^T)^T for every j in two large GEMMs: U [S, R, d]; Ct [S, n d, d] holding C_j^T in
-    rows j d .. j d + d - 1. Returns [S, R, n, R] with out[s, a, j, b] = (U C_j U^T)[b, a]."""
-    S, R, d = U.shape
-    n = Ct.shape[1] // d
-    Tt = torch.bmm(Ct, U.transpose(1, 2))  # [S, n d, R]: block j is C_j^T U^T
-    Tt = Tt.view(S, n, d, R).transpose(1, 2).reshape(S, d, n * R)
-    return torch.bmm(U, Tt).view(S, R, n, R)  # block j: U C_j^T U^T = (U C_j U^T)^T
-
-
-def _sqnorm(v: torch.Tensor) -> torch.Tensor:
-    """Mean over the middle dim of the squared L2 norm over the last. [S, M, d] -> [S]."""
-    return v.square().sum(-1).mean(-1)
 
 
 FAMILY = Family("forge", model=Forge, train=train, section="forge", config=ForgeConfig, auto=_auto,

@@ -2,8 +2,6 @@
 
     mlp_loss(Ta, Tb, W2, b2, a, b, y, act, chunk, ws)            -> [S]  mean cross-entropy
     forge_loss(Ut, Vt, W, Dec, bias, scale, a, b, y, chunk, ws)   -> [S]  mean cross-entropy
-    assoc_sampled(Ut, Vt, U, V, W, i, j, k, ws)                    -> [S]  FORGE's L_assoc
-    assoc_all(Ut, Vt, U, V, W, ws)                                 -> [S]  L_assoc, all triples
     ident_inv(Ux, Vx, x, e, gx, U, V, W, w_ident, w_inv)           -> FORGE's L_ident, L_inv
     nll_rows_(L, y)                                                -> per-row cross-entropy
 
@@ -23,8 +21,9 @@ papers.md algebra losses); what differs is the bookkeeping:
 - autograd saves only the table-sized gradients ([S, n, h], [S, h, n_out], ...), never an
   [S, B, ...] tensor; the backward multiplies them by the incoming per-seed gradient.
 
-The chunk loop bounds memory (A7: 6.35 M pairs) as the trainer's gradient accumulation did.
+The chunk loop bounds memory (A7: 6.35 M pairs) without gradient accumulation in the trainer.
 tests/unit/test_fused.py checks values and gradients against autograd through the models.
+FORGE's L_assoc, fused in the same way, is in models/assoc.py.
 """
 
 from __future__ import annotations
@@ -177,7 +176,7 @@ class _MLPLoss(torch.autograd.Function):
                     Z = act(pre)
             L, dZ = ws.get("logits", (S, c, W2.shape[2]), Ta), ws.get("dz", (S, c, h), Ta)
             nll += _output_ce(Z, W2L, b2L, W2t, y[:, i:i + c], gW2, gb2, L, dZ)
-            if relu:  # relu' = 1 where the output is > 0: one pass (sign, then mul, was two)
+            if relu:  # relu' = 1 where the output is > 0: one pass
                 torch.ops.aten.threshold_backward.grad_input(dZ, Z, 0.0, grad_input=dZ)
             else:
                 dZ = torch.autograd.grad(Z, pre, dZ)[0]
@@ -233,122 +232,6 @@ class _ForgeLoss(torch.autograd.Function):
     def backward(ctx, g):  # noqa: D102
         gUt, gVt, gW, gDec, gbias = _scale(ctx.saved_tensors, g / ctx.B)
         return gUt, gVt, gW, gDec, gbias, None, None, None, None, None, None
-
-
-class _AssocSampled(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, Ut, Vt, U, V, W, i, j, k, ws, grad):  # noqa: D102
-        S, n, R = Ut.shape
-        m = i.shape[1]
-        Ut2, Vt2 = Ut.reshape(S * n, R), Vt.reshape(S * n, R)
-        ii, jj, kk = (_seed_index(t, S, m, n).reshape(-1) for t in (i, j, k))
-        g = {key: ws.get(key, (S, m, R), Ut) for key in
-             ("Ui", "Vj", "Uj", "Vk", "p1", "p2", "A", "Bm", "D", "dUi", "dp1", "dp2", "dVk")}
-        f = {key: ws.get(key, (S, m, W.shape[1]), Ut) for key in ("M1", "M2", "r", "dM1", "dM2")}
-        Ui, Vj, Uj, Vk = g["Ui"], g["Vj"], g["Uj"], g["Vk"]
-        for out, table, idx in ((Ui, Ut2, ii), (Vj, Vt2, jj), (Uj, Ut2, jj), (Vk, Vt2, kk)):
-            torch.index_select(table, 0, idx, out=out.view(S * m, R))
-        p1, p2 = torch.mul(Ui, Vj, out=g["p1"]), torch.mul(Uj, Vk, out=g["p2"])
-        Wt = W.transpose(1, 2)
-        M1, M2 = torch.bmm(p1, Wt, out=f["M1"]), torch.bmm(p2, Wt, out=f["M2"])  # mu(x,y), mu(y,z)
-        A = torch.bmm(M1, U.transpose(1, 2), out=g["A"])  # U mu(x, y)
-        Bm = torch.bmm(M2, V.transpose(1, 2), out=g["Bm"])  # V mu(y, z)
-        D = torch.mul(A, Vk, out=g["D"]).addcmul_(Ui, Bm, value=-1.0)
-        r = torch.bmm(D, Wt, out=f["r"])  # mu(mu(x,y),z) - mu(x,mu(y,z)) [S, m, d]
-        rf = r.view(S, -1)
-        loss = torch.linalg.vecdot(rf, rf) / m
-        if not grad or not any(ctx.needs_input_grad[:5]):
-            return loss
-        dr = r.mul_(2.0 / m)
-        gW = torch.bmm(dr.transpose(1, 2), D)
-        dD = torch.bmm(dr, W, out=D)
-        dVk = torch.mul(dD, A, out=g["dVk"])
-        dA = torch.mul(dD, Vk, out=A)
-        dUi = torch.mul(dD, Bm, out=g["dUi"]).neg_()
-        dBm = torch.mul(dD, Ui, out=Bm).neg_()
-        dM1, dM2 = torch.bmm(dA, U, out=f["dM1"]), torch.bmm(dBm, V, out=f["dM2"])
-        gU, gV = torch.bmm(dA.transpose(1, 2), M1), torch.bmm(dBm.transpose(1, 2), M2)
-        gW.baddbmm_(dM1.transpose(1, 2), p1).baddbmm_(dM2.transpose(1, 2), p2)
-        dp1, dp2 = torch.bmm(dM1, W, out=g["dp1"]), torch.bmm(dM2, W, out=g["dp2"])
-        dUi.addcmul_(dp1, Vj)
-        dVk.addcmul_(dp2, Uj)
-        dVj, dUj = dp1.mul_(Ui), dp2.mul_(Vk)
-        gUt, gVt = torch.zeros_like(Ut2), torch.zeros_like(Vt2)
-        for acc, idx, grad in ((gUt, ii, dUi), (gUt, jj, dUj), (gVt, jj, dVj), (gVt, kk, dVk)):
-            _add_rows(acc, idx, grad.view(S * m, R))
-        ctx.save_for_backward(gUt.view(S, n, R), gVt.view(S, n, R), gU, gV, gW)
-        return loss
-
-    @staticmethod
-    def backward(ctx, g):  # noqa: D102
-        return (*_scale(ctx.saved_tensors, g), None, None, None, None, None)
-
-
-def assoc_sampled(Ut: torch.Tensor, Vt: torch.Tensor, U: torch.Tensor, V: torch.Tensor,
-                  W: torch.Tensor, i: torch.Tensor, j: torch.Tensor, k: torch.Tensor,
-                  ws: Workspace) -> torch.Tensor:
-    """Mean over sampled triples of |mu(mu(x_i,x_j),x_k) - mu(x_i,mu(x_j,x_k))|^2, [S].
-
-    mu(x, y) = W((U x) * (V y)); Ut = E U^T, Vt = E V^T [S, n, R]; U, V [S, R, d]; W [S, d, R];
-    i, j, k [S, m]. The gradient is computed in the forward (15 GEMMs of m x R x d, buffers
-    reused), as for the data losses.
-    """
-    return _AssocSampled.apply(Ut, Vt, U, V, W, i, j, k, ws, torch.is_grad_enabled())
-
-
-class _AssocAll(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, Ut, Vt, U, V, W, ws, grad):  # noqa: D102
-        S, n, R = Ut.shape
-        d, N = W.shape[1], n**3
-        Wt = W.transpose(1, 2)
-        P = torch.mul(Ut[:, :, None, :], Vt[:, None], out=ws.get("aP", (S, n, n, R), Ut))
-        P2 = P.view(S, n * n, R)  # (U x_i) * (V x_j)
-        M = torch.bmm(P2, Wt)  # m_ij = mu(x_i, x_j) [S, n n, d]
-        UM, VM = torch.bmm(M, U.transpose(1, 2)), torch.bmm(M, V.transpose(1, 2))  # [S, n n, R]
-        UM4, VM4 = UM.view(S, n, n, 1, R), VM.view(S, 1, n, n, R)
-        Vk, Ui = Vt.view(S, 1, 1, n, R), Ut.view(S, n, 1, 1, R)
-        D = torch.mul(UM4, Vk, out=ws.get("aD", (S, n, n, n, R), Ut))  # (U m_ij) * (V x_k)
-        D.addcmul_(Ui, VM4, value=-1.0)  # - (U x_i) * (V m_jk)
-        r = torch.bmm(D.view(S, N, R), Wt, out=ws.get("ar", (S, N, d), Ut))
-        rf = r.view(S, -1)
-        loss = torch.linalg.vecdot(rf, rf) / N
-        if not grad or not any(ctx.needs_input_grad[:5]):
-            return loss
-        dr = r.mul_(2.0 / N)
-        gW = torch.bmm(dr.transpose(1, 2), D.view(S, N, R))
-        dD = torch.bmm(dr, W, out=D.view(S, N, R)).view(S, n, n, n, R)
-        tmp = ws.get("aT", (S, n, n, n, R), Ut)
-        dUM = torch.mul(dD, Vk, out=tmp).sum(3)  # [S, n, n, R]: sum_k dD_ijk * V x_k
-        dVt = torch.mul(dD, UM4, out=tmp).sum((1, 2))  # [S, n, R]
-        dUt = torch.mul(dD, VM4, out=tmp).sum((2, 3)).neg_()
-        dVM = torch.mul(dD, Ui, out=tmp).sum(1).neg_()  # [S, n, n, R] over (j, k)
-        dUM, dVM = dUM.view(S, n * n, R), dVM.view(S, n * n, R)
-        dM = torch.bmm(dUM, U).baddbmm_(dVM, V)  # [S, n n, d]
-        gU, gV = torch.bmm(dUM.transpose(1, 2), M), torch.bmm(dVM.transpose(1, 2), M)
-        gW.baddbmm_(dM.transpose(1, 2), P2)
-        dP = torch.bmm(dM, W).view(S, n, n, R)
-        dUt += torch.mul(dP, Vt[:, None], out=P).sum(2)
-        dVt += torch.mul(dP, Ut[:, :, None], out=P).sum(1)
-        ctx.save_for_backward(dUt, dVt, gU, gV, gW)
-        return loss
-
-    @staticmethod
-    def backward(ctx, g):  # noqa: D102
-        return (*_scale(ctx.saved_tensors, g), None, None)
-
-
-def assoc_all(Ut: torch.Tensor, Vt: torch.Tensor, U: torch.Tensor, V: torch.Tensor,
-              W: torch.Tensor, ws: Workspace) -> torch.Tensor:
-    """Mean over all n^3 triples of |mu(mu(x_i,x_j),x_k) - mu(x_i,mu(x_j,x_k))|^2, [S], exactly.
-
-    Term by term, sharing the n^2 products m_ij = mu(x_i, x_j): the difference before W,
-    (U m_ij) * (V x_k) - (U x_i) * (V m_jk), for every triple, then one GEMM through W; the
-    gradient is computed in the forward (3 GEMMs of n^3 x R x d, the reductions over i, j, k as
-    products summed over a middle dim, buffers reused). Ut = E U^T, Vt = E V^T [S, n, R]; U, V
-    [S, R, d]; W [S, d, R]. O(n^3 R d): for small groups (see models/forge.py).
-    """
-    return _AssocAll.apply(Ut, Vt, U, V, W, ws, torch.is_grad_enabled())
 
 
 class _IdentInv(torch.autograd.Function):

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from grokray.models import fan_in_bound, gather_rows, normal, select_params, stack_init, uniform
+from grokray.models import fan_in_bound, gather_rows, normal, stack_init, uniform
 from grokray.models.activations import ACTS
 from grokray.models.fused import Workspace, mlp_loss
-from grokray.models.protocol import NoAux, uniform_decay
+from grokray.models.protocol import BaseModel
 from grokray.models.registry import Family, get_family
 from grokray.trainer import train
 
@@ -48,7 +48,7 @@ def hidden_width(cfg: TrialConfig, n_in: int, n_out: int) -> int:
     return max(1, h)
 
 
-class MLP(NoAux):
+class MLP(BaseModel):
     """Embed-and-concatenate MLP for S seeds; parameters stacked along dim 0."""
 
     def __init__(self, cfg: TrialConfig, n_in: int, n_out: int, seeds: Sequence[int],
@@ -109,9 +109,6 @@ class MLP(NoAux):
         """One fused term (it loops over the chunks itself)."""
         yield self.data_loss(a, b, y, chunk)
 
-    def weight_decay(self, base: float) -> dict[str, float]:
-        return uniform_decay(self.params, base)
-
     def embedding(self) -> torch.Tensor:
         """[E_a, E_b] concatenated on the last axis, [S, n_in, 2d] (the spectrum sums both)."""
         return torch.cat([self.params["Ea"], self.params["Eb"]], -1)
@@ -129,9 +126,6 @@ class MLP(NoAux):
     def activations(self, a: torch.Tensor, b: torch.Tensor) -> dict[str, torch.Tensor]:
         pre = self._hidden(a, b)
         return {"pre": pre, "hidden": self.act(pre)}
-
-    def select(self, keep: torch.Tensor) -> None:
-        self.params = select_params(self.params, keep)
 
 
 def _reads(cfg: TrialConfig) -> tuple[str, ...]:

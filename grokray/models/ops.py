@@ -7,7 +7,7 @@ numbers as `F.cross_entropy(..., reduction="none").mean(1)`, with a backward tha
 Why: on CPU, torch's vectorized exp takes a slow path (10-30x) on inputs below log(tiny)
 (-87.3 in float32), and autograd's log_softmax backward calls exp on every log-probability.
 Confident or distance-based logits (FORGE's tied_dist decoding) put most log-probabilities far
-below that, so the stock backward was the largest single cost of a FORGE step. Here the
+below that, so the stock backward is the largest single cost of a FORGE step. Here the
 log-probabilities are clamped at log(tiny) before exp: a probability that would be subnormal
 (< tiny, 1.2e-38 in float32) becomes tiny, a gradient change below 1.2e-38 per entry. The
 backward works in place on the saved log-probabilities (no new [S, B, n] tensor: on CPU a fresh

@@ -2,8 +2,12 @@
 
 A model holds S seeds at once, every parameter stacked along a leading seed dimension, and is
 built as `Family.model(cfg, n_in, n_out, seeds, device, dtype)`. The trainer and the metrics use
-only what is listed here: they never branch on the arch name, never probe with hasattr, and
-never read a family's own config section (the model reads it when it is built).
+only what is listed in `Model`: they never branch on the arch name, never probe with hasattr,
+and never read a family's own config section (the model reads it when it is built).
+
+`BaseModel` gives every member a default but `params`, `count_params` and `logits`, so a new
+family subclasses it and writes those three; it overrides the others only to add something (a
+fused data loss, an auxiliary loss, views for the metrics).
 """
 
 from __future__ import annotations
@@ -13,20 +17,16 @@ from typing import Any, Protocol
 
 from torch import Tensor
 
+from grokray.models import select_params
 from grokray.models.ops import seed_cross_entropy
 
 
 class Model(Protocol):
-    """A seed-batched model (grokray/models/mlp.py is the smallest example)."""
+    """A seed-batched model: three members every family writes, then those `BaseModel` gives a
+    default (in brackets)."""
 
     params: dict[str, Tensor]
     """leaf tensors [S, ...] with requires_grad"""
-    has_aux: bool
-    """whether the model has an auxiliary loss (then curves get `loss_<name>` and `lambda_alg`)"""
-    pair_floats: int
-    """floats per training pair and seed that a step holds besides the logits (per-pair buffers
-    and activations; 0: the logits only). On CPU the trainer sizes its chunks of pairs so that
-    the logits and these together stay cache-sized (trainer.CPU_CHUNK_BUDGET)."""
 
     @staticmethod
     def count_params(cfg: Any, n_in: int, n_out: int) -> int:
@@ -37,47 +37,57 @@ class Model(Protocol):
         """[S, B, n_out] for index batches a, b [S, B] (per seed) or [B] (shared)."""
         ...
 
+    has_aux: bool
+    """whether the model has an auxiliary loss (then curves get `loss_<name>` and `lambda_alg`)
+    [False]"""
+    pair_floats: int
+    """floats per training pair and seed that a step holds besides the logits (per-pair buffers
+    and activations; 0: the logits only). On CPU the trainer sizes its chunks of pairs so that
+    the logits and these together stay cache-sized (trainer.CPU_CHUNK_BUDGET) [0]"""
+
     def data_losses(self, a: Tensor, b: Tensor, y: Tensor, chunk: int) -> Iterator[Tensor]:
         """The batch's mean cross-entropy per seed [S], as terms the trainer differentiates one
         at a time (one chunk's graph is freed before the next is built). A fused fast path
-        yields one term; `chunked_losses(self.logits, ...)` is the plain default."""
+        yields one term [`chunked_losses(self.logits, ...)`]."""
         ...
 
     def weight_decay(self, base: float) -> dict[str, float]:
-        """Weight decay per parameter name, given the optimizer's `weight_decay`."""
+        """Weight decay per parameter name, given the optimizer's `weight_decay` [`base` for
+        every parameter]."""
         ...
 
     def aux_weight(self, step: int, steps: int) -> float:
-        """Weight of the auxiliary loss at step `step` of `steps` (0.0: not computed)."""
+        """Weight of the auxiliary loss at step `step` of `steps` (0.0: not computed) [0.0]."""
         ...
 
     def aux_loss(self) -> Tensor:
-        """The weighted auxiliary loss per seed [S], with grad (what the weight multiplies)."""
+        """The weighted auxiliary loss per seed [S], with grad (what the weight multiplies)
+        [raises: never called while has_aux is False]."""
         ...
 
     def aux_losses(self) -> dict[str, Tensor]:
-        """Unweighted auxiliary losses by name, [S] each, for the curves ({} if none)."""
+        """Unweighted auxiliary losses by name, [S] each, for the curves [{}]."""
         ...
 
     def embedding(self) -> Tensor | None:
         """The canonical group-indexed embedding for metrics [S, n_in, d] (row x = element x),
-        or None when the model has none."""
+        or None when the model has none (the embedding metrics are then skipped) [None]."""
         ...
 
     def hooks(self) -> dict[str, Any]:
-        """Named views for metrics (e.g. `pair_mlp`: the first layer over one-hot pairs)."""
+        """Named views for metrics (e.g. `pair_mlp`: the first layer over one-hot pairs) [{}]."""
         ...
 
     def embeddings(self) -> dict[str, Tensor]:
-        """Hook: the learned tables by name, [S, n, d] each."""
+        """The learned tables by name, [S, n, d] each [{"E": embedding()}, or {}]."""
         ...
 
     def activations(self, a: Tensor, b: Tensor) -> dict[str, Tensor]:
-        """Hook: named activations [S, B, ...] for index batches a, b."""
+        """Named activations [S, B, ...] for index batches a, b [{"logits": logits(a, b)}]."""
         ...
 
     def select(self, keep: Tensor) -> None:
-        """Keep only the seeds at positions `keep` (LongTensor)."""
+        """Keep only the seeds at positions `keep` (LongTensor) [`params` sliced]."""
         ...
 
 
@@ -91,10 +101,25 @@ def chunked_losses(logits: Any, a: Tensor, b: Tensor, y: Tensor, chunk: int) -> 
         yield total if chunk >= B else total * (y[:, j].shape[1] / B)
 
 
-class NoAux:
-    """Mixin for a model without an auxiliary loss."""
+class BaseModel:
+    """Defaults of `Model`'s members for a family that does not need its own: no auxiliary loss,
+    the data loss through `logits` in chunks, one weight decay for all parameters, no views for
+    the metrics but the logits. A subclass sets `params` and defines `count_params` and
+    `logits`."""
 
+    params: dict[str, Tensor]
     has_aux = False
+    pair_floats = 0
+
+    def logits(self, a: Tensor, b: Tensor) -> Tensor:
+        """[S, B, n_out]: every family defines its own."""
+        raise NotImplementedError
+
+    def data_losses(self, a: Tensor, b: Tensor, y: Tensor, chunk: int) -> Iterator[Tensor]:
+        return chunked_losses(self.logits, a, b, y, chunk)
+
+    def weight_decay(self, base: float) -> dict[str, float]:
+        return {k: base for k in self.params}
 
     def aux_weight(self, step: int, steps: int) -> float:
         return 0.0
@@ -105,10 +130,21 @@ class NoAux:
     def aux_losses(self) -> dict[str, Tensor]:
         return {}
 
+    def embedding(self) -> Tensor | None:
+        return None
 
-def uniform_decay(params: dict[str, Tensor], base: float) -> dict[str, float]:
-    """The same weight decay on every parameter."""
-    return {k: base for k in params}
+    def hooks(self) -> dict[str, Any]:
+        return {}
+
+    def embeddings(self) -> dict[str, Tensor]:
+        E = self.embedding()
+        return {} if E is None else {"E": E}
+
+    def activations(self, a: Tensor, b: Tensor) -> dict[str, Tensor]:
+        return {"logits": self.logits(a, b)}
+
+    def select(self, keep: Tensor) -> None:
+        self.params = select_params(self.params, keep)
 
 
-__all__ = ["Model", "NoAux", "chunked_losses", "uniform_decay"]
+__all__ = ["BaseModel", "Model", "chunked_losses"]

@@ -59,7 +59,7 @@ BASELINES = ("none", "random_circulant")
 
 @dataclass
 class RFMConfig:
-    """Recursive Feature Machine (refined by the RFM work, issue 7). One step = one iteration."""
+    """Recursive Feature Machine. One step = one iteration."""
 
     kernel: str = choice("gaussian", KERNELS)
     """gaussian, laplace, or quadratic"""

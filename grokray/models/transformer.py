@@ -1,4 +1,4 @@
-"""A small decoder-only transformer over the tokens `a b =`, seed-batched (issue 6).
+"""A small decoder-only transformer over the tokens `a b =`, seed-batched.
 
 Sequence: T = 3 tokens, x_0 = a, x_1 = b, x_2 = `=` (token id n_in); vocabulary V = n_in + 1.
 The answer a*b is read at the last position. Defaults follow Nanda et al.: 1 layer, d_model 128,
@@ -49,17 +49,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 
 from grokray.errors import ConfigError
 from grokray.fields import choice, positive
-from grokray.models import gather_rows, normal, select_params, stack_init
+from grokray.models import gather_rows, normal, stack_init
 from grokray.models.activations import ACTIVATIONS, ACTS
 from grokray.models.ops import seed_cross_entropy
-from grokray.models.protocol import NoAux, chunked_losses, uniform_decay
+from grokray.models.protocol import BaseModel, chunked_losses
 from grokray.models.registry import Family
 from grokray.trainer import train
 
@@ -168,7 +168,7 @@ def causal_weights(t_query: Sequence[int], dtype: torch.dtype, device) -> torch.
     return A
 
 
-class Transformer(NoAux):
+class Transformer(BaseModel):
     """Decoder-only transformer over `a b =` for S seeds; parameters stacked along dim 0."""
 
     def __init__(self, cfg: TrialConfig, n_in: int, n_out: int, seeds: Sequence[int],
@@ -400,15 +400,9 @@ class Transformer(NoAux):
                 sur = sur + (t * g).reshape(t.shape[0], -1).sum(1)
         yield value + (sur - sur.detach())
 
-    def weight_decay(self, base: float) -> dict[str, float]:
-        return uniform_decay(self.params, base)
-
     def embedding(self) -> torch.Tensor:
         """Token embeddings of the n_in elements [S, n_in, d] (the `=` row left out)."""
         return self.params["W_E"][:, : self.n_in]
-
-    def hooks(self) -> dict[str, Any]:
-        return {}
 
     def embeddings(self) -> dict[str, torch.Tensor]:
         """E: token embeddings of the n_in elements [S, n_in, d] (the `=` row left out);
@@ -425,9 +419,6 @@ class Transformer(NoAux):
         hooks: dict[str, torch.Tensor] = {}
         hooks["logits"] = self._forward(a, b, hooks)
         return hooks
-
-    def select(self, keep: torch.Tensor) -> None:
-        self.params = select_params(self.params, keep)
 
 
 FAMILY = Family("transformer", model=Transformer, train=train, section="transformer",

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from grokray.config import TrialConfig
 from grokray.models import get_model
+from grokray.models.assoc import assoc_naive, assoc_sampled
 from grokray.models.fused import LOG2E, Workspace, softmax_grad2_
 from grokray.models.ops import seed_cross_entropy
 
@@ -102,14 +103,12 @@ def test_fused_backward_scales_with_weights():
 
 def test_assoc_sampled_equals_naive_float64():
     """The fused sampled associativity loss: value and gradients equal autograd through mu."""
-    from grokray.models.fused import assoc_sampled
-
     torch.manual_seed(3)
     m = _model("forge", {}, torch.float64)
     S, M = 3, 37
     i, j, k = (torch.randint(13, (S, M)) for _ in range(3))
     p = m.params
-    ref = m._assoc_naive(p["E"], i, j, k)
+    ref = assoc_naive(p["E"], p["U"], p["V"], p["W"], i, j, k)
     got = assoc_sampled(*m._tables(), p["U"], p["V"], p["W"], i, j, k, Workspace())
     assert torch.allclose(got, ref, rtol=1e-12, atol=1e-15) and ref.min() > 0
     w = torch.tensor([0.3, 1.0, -1.5], dtype=torch.float64)
@@ -139,11 +138,12 @@ def test_forge_aux_loss_equals_plain_autograd(n, extra):
     E, e = p["E"], p["e"][:, None, :]
     S = E.shape[0]
     sq = lambda v: v.square().sum(-1).mean(-1)  # noqa: E731
+    UVW = p["U"], p["V"], p["W"]
     if n <= m.full_max:
-        assoc = m._assoc_naive(E)
+        assoc = assoc_naive(E, *UVW)
     else:
         idx = m._sample((m.n_samples, 3), n)
-        assoc = m._assoc_naive(E, idx[..., 0], idx[..., 1], idx[..., 2])
+        assoc = assoc_naive(E, *UVW, idx[..., 0], idx[..., 1], idx[..., 2])
     if n <= m.n_samples:
         x = E
     else:

@@ -111,21 +111,6 @@ def test_forge_product_and_losses_match_definitions():
     assert aux["inv"] == pytest.approx(inv.item(), rel=1e-9)
 
 
-@pytest.mark.parametrize("n,d", [(6, 32), (9, 4)])  # n <= d and n > d: the two ways to A_j, B_j
-def test_forge_assoc_gram_trick_equals_naive_with_gradients(n, d):
-    cfg = _cfg(arch="forge", **{"model.d": d, "model.rank": 8})
-    m = Forge(cfg, n, n, [0, 1], dtype=torch.float64)
-    with torch.no_grad():  # a scale where associativity is far from trivial
-        m.params["E"].mul_(3.0)
-    fast, slow = m._assoc_full(*m._tables()), m._assoc_naive(m.params["E"])
-    torch.testing.assert_close(fast, slow)
-    ps = [m.params[k] for k in ("E", "U", "V", "W")]
-    gf = torch.autograd.grad(fast.sum(), ps)
-    gs = torch.autograd.grad(slow.sum(), ps)
-    for x, y in zip(gf, gs, strict=False):
-        torch.testing.assert_close(x, y)
-
-
 def test_forge_sampled_losses_when_large():
     cfg = _cfg(arch="forge", **{"forge.alg_full_max": 4, "forge.alg_samples": 50})
     m = Forge(cfg, 9, 9, [0, 1, 2])
@@ -163,7 +148,7 @@ def test_forge_tied_dist_decoding_is_negative_squared_distance():
 def test_forge_sampled_losses_on_tables_equal_definitions():
     """aux_losses works on the tables U E^T, V E^T; the same numbers as mu on gathered vectors."""
     from grokray.models import gather_rows, seed_generator
-    from grokray.models.forge import _sqnorm
+    from grokray.models.assoc import sqnorm
 
     cfg = _cfg(arch="forge", **{"forge.alg_full_max": 4, "forge.alg_samples": 10})
     m = Forge(cfg, 24, 24, [0, 1], "cpu", torch.float64)
@@ -172,11 +157,11 @@ def test_forge_sampled_losses_on_tables_equal_definitions():
     E, e = m.params["E"], m.params["e"][:, None, :]
     idx = m._sample((10, 3), 24)
     x, y, z = (gather_rows(E, idx[..., i]) for i in range(3))
-    want = {"assoc": _sqnorm(m.mu(m.mu(x, y), z) - m.mu(x, m.mu(y, z)))}
+    want = {"assoc": sqnorm(m.mu(m.mu(x, y), z) - m.mu(x, m.mu(y, z)))}
     x = gather_rows(E, m._sample((10,), 24))
     ee, gx = e.expand(-1, 10, -1), m.g_phi(x)
-    want["ident"] = _sqnorm(m.mu(ee, x) - x) + _sqnorm(m.mu(x, ee) - x)
-    want["inv"] = _sqnorm(m.mu(x, gx) - ee) + _sqnorm(m.mu(gx, x) - ee)
+    want["ident"] = sqnorm(m.mu(ee, x) - x) + sqnorm(m.mu(x, ee) - x)
+    want["inv"] = sqnorm(m.mu(x, gx) - ee) + sqnorm(m.mu(gx, x) - ee)
     for k, v in want.items():
         assert float(v.detach().abs().min()) > 0
         torch.testing.assert_close(got[k], v, rtol=1e-10, atol=0)
@@ -191,106 +176,3 @@ def test_activation_names_are_one_list():
     for section in (ModelConfig, TransformerConfig):
         act = next(f for f in dataclasses.fields(section) if f.name == "act")
         assert act.metadata["choices"] == ACTIVATIONS == tuple(ACTS)
-
-
-def _assoc_case(n: int, seeds: list[int], **over):
-    """A float64 FORGE on n elements with spread-out embeddings (E x 3), its parameters
-    (E, U, V, W), per-seed weights, and the naive L_assoc with the gradient of its weighted sum:
-    what every exact form is checked against."""
-    m = Forge(_cfg(arch="forge", **over), n, n, seeds, dtype=torch.float64)
-    with torch.no_grad():
-        m.params["E"].mul_(3.0)
-    ps = [m.params[k] for k in ("E", "U", "V", "W")]
-    w = torch.tensor([0.7, -1.3, 2.1][: len(seeds)], dtype=torch.float64)
-    naive = m._assoc_naive(m.params["E"])
-    return m, ps, w, naive, torch.autograd.grad((w * naive).sum(), ps)
-
-
-def _assert_as_naive(got, case, value_tol=None, grad_tol=None):
-    """`got` equals the case's naive L_assoc in value and in the weighted sum's gradient."""
-    _, ps, w, naive, g_naive = case
-    torch.testing.assert_close(got, naive, **(value_tol or {}))
-    for x, y in zip(torch.autograd.grad((w * got).sum(), ps), g_naive, strict=True):
-        torch.testing.assert_close(x, y, **(grad_tol or {}))
-
-
-TIGHT = {"rtol": 1e-12, "atol": 0}, {"rtol": 1e-10, "atol": 1e-13}
-"""float64 tolerances of the d-space forms: value, gradient"""
-
-
-@pytest.mark.parametrize("n", [3, 7, 12])
-def test_forge_assoc_direct_equals_gram_and_naive(n):
-    """The term-by-term all-triples L_assoc (used for small groups; fused gradient) equals the
-    Gram form and the naive loss, in value and gradient, also with per-seed weights."""
-    case = _assoc_case(n, [0, 1])
-    m = case[0]
-    for got in (m._assoc_direct(*m._tables()), m._assoc_direct(*m._tables()),
-                m._assoc_full(*m._tables())):  # direct twice: reused buffers
-        _assert_as_naive(got, case)
-
-
-@pytest.mark.parametrize("n,d,R", [(5, 16, 8), (7, 4, 20), (9, 4, 8), (12, 6, 30)])
-@pytest.mark.parametrize("form", ["direct", "gram", "tensor_direct", "tensor_gram"])
-def test_forge_assoc_every_exact_form_equals_naive(n, d, R, form):
-    """Every exact L_assoc form (R-space term by term / Gram; through the structure tensor,
-    term by term with the maps from the tables (2 n < d) or from T, and Gram) equals the naive
-    loss in float64, in value and in the gradient of a per-seed weighted sum."""
-    case = _assoc_case(n, [0, 1], **{"model.d": d, "model.rank": R})
-    m, naive = case[0], case[3]
-    for _ in range(2):  # reused workspace buffers
-        _assert_as_naive(m._assoc_exact(*m._tables(), form=form), case, *TIGHT)
-    with torch.no_grad():  # an eval: the forward alone
-        torch.testing.assert_close(m._assoc_exact(*m._tables(), form=form), naive.detach(),
-                                   **TIGHT[0])
-
-
-@pytest.mark.parametrize("chunk_bytes", [1, 1 << 40])
-def test_forge_tensor_forms_seed_passes_equal_naive(monkeypatch, chunk_bytes):
-    """The d-space forms process the seeds in passes sized to the cache: one seed per pass and
-    all at once give the naive loss and gradient (3 seeds; term by term with both map routes,
-    and Gram)."""
-    from grokray.models import structure
-
-    monkeypatch.setattr(structure, "CORE_CHUNK_BYTES", chunk_bytes)
-    for n, d, form in ((5, 16, "tensor_direct"), (9, 6, "tensor_direct"), (9, 6, "tensor_gram")):
-        case = _assoc_case(n, [0, 1, 2], **{"model.d": d, "model.rank": 12})
-        _assert_as_naive(case[0]._assoc_exact(*case[0]._tables(), form=form), case, *TIGHT)
-
-
-@pytest.mark.parametrize("from_tables", [True, False])
-def test_element_maps_equal_the_structure_tensor_maps(from_tables):
-    """Both routes of structure.element_maps (from the tables, from T) give the maps of
-    left_maps / right_maps through T and, for any incoming gradient, their gradients
-    (float64)."""
-    from grokray.models import structure as st
-    from grokray.models.fused import Workspace
-
-    g = torch.Generator().manual_seed(3)
-    S, n, d, R = 2, 5, 7, 11
-    E, U, V = (torch.randn(S, *s, generator=g, dtype=torch.float64, requires_grad=True)
-               for s in ((n, d), (R, d), (R, d)))
-    W = torch.randn(S, d, R, generator=g, dtype=torch.float64, requires_grad=True)
-    gP, gRm = (torch.randn(S, *s, generator=g, dtype=torch.float64)
-               for s in ((n * d, d), (d, d * n)))
-    T = st.structure_tensor(U, V, W)
-    want = st.left_maps(E, T), st.right_maps(E, T)
-    g_want = torch.autograd.grad(want, (E, U, V, W), (gP, gRm))
-    ws = Workspace()
-    for _ in range(2):  # reused buffers
-        got = st.element_maps(E, U, V, W, ws, from_tables=from_tables)
-        for x, y in zip(got, want, strict=True):
-            torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)
-        for x, y in zip(torch.autograd.grad(got, (E, U, V, W), (gP, gRm)), g_want, strict=True):
-            torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)
-
-
-def test_forge_assoc_form_choice():
-    """The cheapest modelled form: R-space term by term for tiny groups, the structure tensor
-    from about 12 elements at R 256 (d 32), its Gram form for A5; R-space Gram at small R."""
-    from grokray.models.forge import assoc_form
-
-    assert assoc_form(6, 32, 256, 8) == "direct"
-    assert assoc_form(24, 32, 256, 8) == "tensor_direct"
-    assert assoc_form(60, 32, 256, 8) == "tensor_gram"
-    assert assoc_form(60, 32, 64, 8) == "gram"
-    assert assoc_form(60, 32, 256, 10**6) == "tensor_gram"  # no n^3 buffers at huge S

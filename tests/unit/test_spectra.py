@@ -5,6 +5,7 @@ import pytest
 import torch
 from toy_groups import cyclic, s3, sign_s3
 
+from grokray.groups import get_group
 from grokray.metrics.spectra import (
     effective_modes,
     fourier_mass,
@@ -111,16 +112,13 @@ def test_s3_sign_embedding_is_all_in_the_sign_irrep():
     assert top_mode(mass).item() == 1
 
 
-def test_library_groups_when_available():
-    groups = pytest.importorskip("grokray.groups")
-    if not hasattr(groups, "get_group"):
-        pytest.skip("grokray.groups.get_group not there yet")
+def test_library_groups():
     gen = torch.Generator().manual_seed(4)
-    Z = groups.get_group("Z12")
+    Z = get_group("Z12")
     E = torch.randn(2, 12, 3, generator=gen, dtype=torch.float64)
     assert torch.allclose(isotypic_mass(E, Z), fourier_mass(E), atol=1e-9)
     for name in ("S4", "Q8", "A4"):  # A4 has a dual pair of complex irreps
-        G = groups.get_group(name)
+        G = get_group(name)
         E = torch.randn(2, G.order, 5, generator=gen, dtype=torch.float64)
         mass = isotypic_mass(E, G)
         assert torch.allclose(mass.sum(-1), (E**2).sum((-1, -2)), rtol=1e-9)
@@ -133,4 +131,4 @@ def test_library_groups_when_available():
         # two-sided: each projector commutes with right translation by any element
         R = torch.eye(G.order, dtype=torch.float64)[G.table[:, 1]]  # x -> x*g1
         assert torch.allclose(P @ R, R @ P, atol=1e-9)
-    assert len(spectral_basis(groups.get_group("A4")).irreps) == 3  # the complex pair merged
+    assert len(spectral_basis(get_group("A4")).irreps) == 3  # the complex pair merged

@@ -1,11 +1,15 @@
-"""A new architecture is one file and one registry line: this file defines a toy family (model +
-config section), registers it, and runs it through `grokray run` and a local `grokray sweep`
-(in-process CLI), editing no other file. The worked example in docs/architecture.md is this one.
+"""A new architecture is one file and one registry line: the worked example of
+docs/architecture.md ("Adding an architecture"), executed from the doc itself, is registered
+here and runs through `grokray run` and a local `grokray sweep` (in-process CLI), editing no
+other file.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+import sys
+import types
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -13,62 +17,23 @@ import torch
 
 from grokray.cli import main
 from grokray.config import TrialConfig
-from grokray.fields import positive
-from grokray.models import gather_rows, normal, select_params, stack_init
-from grokray.models.protocol import NoAux, chunked_losses, uniform_decay
-from grokray.models.registry import Family, get_family, register
-from grokray.trainer import train
+from grokray.models.registry import get_family, register
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 
 
-@dataclass
-class BilinearConfig:
-    """logits = (E[a] * E[b]) U^T: one elementwise product."""
-
-    d: int = positive(16)
-    """embedding width"""
-
-
-class Bilinear(NoAux):
-    pair_floats = 0  # no per-pair buffers beyond the logits (CPU chunk sizing)
-
-    def __init__(self, cfg, n_in, n_out, seeds, device="cpu", dtype=torch.float32):
-        d = cfg.bilinear.d
-        self.params = stack_init(seeds, lambda g: {"E": normal(g, (n_in, d), 1.0),
-                                                   "U": normal(g, (n_out, d), d**-0.5)},
-                                 device, dtype)
-
-    @staticmethod
-    def count_params(cfg, n_in, n_out):
-        return (n_in + n_out) * cfg.bilinear.d
-
-    def logits(self, a, b):  # a, b: [S, B] or [B] -> [S, B, n_out]
-        E = self.params["E"]
-        return torch.bmm(gather_rows(E, a) * gather_rows(E, b), self.params["U"].transpose(1, 2))
-
-    def data_losses(self, a, b, y, chunk):
-        return chunked_losses(self.logits, a, b, y, chunk)
-
-    def weight_decay(self, base):
-        return uniform_decay(self.params, base)
-
-    def embedding(self):
-        return self.params["E"]
-
-    def hooks(self):
-        return {}
-
-    def embeddings(self):
-        return {"E": self.params["E"]}
-
-    def activations(self, a, b):
-        return {"logits": self.logits(a, b)}
-
-    def select(self, keep):
-        self.params = select_params(self.params, keep)
+def _documented_module() -> types.ModuleType:
+    """The doc's ```python block that starts `# grokray/models/bilinear.py`, run as a module."""
+    block = re.search(r"```python\n(# grokray/models/bilinear\.py\n.*?)```", DOC.read_text(),
+                      re.S)
+    mod = types.ModuleType("bilinear_doc")
+    sys.modules[mod.__name__] = mod  # dataclasses look their module up
+    exec(compile(block.group(1), str(DOC), "exec"), mod.__dict__)  # noqa: S102
+    return mod
 
 
-FAMILY = Family("bilinear", model=Bilinear, train=train, section="bilinear",
-                config=BilinearConfig)
+bilinear = _documented_module()
+FAMILY = bilinear.FAMILY
 
 
 @pytest.fixture(autouse=True)
@@ -90,6 +55,33 @@ def test_the_toy_family_is_a_config_section_and_an_identity():
     assert cfg.config_hash() != cfg.with_overrides({"bilinear.d": 9}).config_hash()
     mlp = TrialConfig.from_dict({"arch": "mlp"})
     assert mlp.config_hash() == mlp.with_overrides({"bilinear.d": 9}).config_hash()
+
+
+def test_the_toy_family_writes_four_members_and_gets_the_rest():
+    """The documented family defines __init__, count_params, logits and embedding; every other
+    member of the protocol comes from BaseModel's defaults, with the values they document."""
+    from grokray.models.protocol import BaseModel, Model
+
+    cls = bilinear.Bilinear
+    own = {k for k in vars(cls) if k == "__init__" or not k.startswith("__")}
+    assert own == {"__init__", "count_params", "logits", "embedding"}
+    members = {k for k in vars(Model) if not k.startswith("_")} | set(Model.__annotations__)
+    defaults = set(dir(BaseModel)) | set(BaseModel.__annotations__)  # params: set in __init__
+    assert len(members) == 15 and members <= own | defaults
+    m = cls(TrialConfig.from_dict({"arch": "bilinear", "bilinear.d": 4}), 5, 5, [0, 1, 2])
+    a, b, y = torch.tensor([0, 1, 4]), torch.tensor([2, 2, 3]), torch.tensor([[1, 0, 2]] * 3)
+    assert not m.has_aux and m.pair_floats == 0 and m.aux_weight(0, 10) == 0.0
+    assert m.aux_losses() == {} and m.hooks() == {}
+    assert m.weight_decay(0.5) == {"E": 0.5, "U": 0.5}
+    assert m.embeddings()["E"] is m.params["E"]
+    torch.testing.assert_close(m.activations(a, b)["logits"], m.logits(a, b))
+    whole, = m.data_losses(a.expand(3, -1), b.expand(3, -1), y, chunk=8)
+    parts = sum(m.data_losses(a.expand(3, -1), b.expand(3, -1), y, chunk=2))
+    torch.testing.assert_close(parts, whole)
+    E2 = m.params["E"][2].detach().clone()
+    m.select(torch.tensor([2]))
+    assert m.params["E"].shape[0] == 1 and m.params["E"].requires_grad
+    torch.testing.assert_close(m.params["E"][0], E2)
 
 
 def test_grokray_run_trains_the_toy_family(tmp_path, capsys):
