@@ -163,7 +163,7 @@ def cost_text(c: SweepCost) -> str:
         prior = ", ".join(f"{k} {v:g}" for k, v in PRIOR.items())
         how = (f"expected: steps of earlier rows for {c.from_rows} of {c.trials} trials, the "
                f"rest a prior: a share of the budget ({prior}), then patience evals; the whole "
-               "budget with patience 0")
+               "budget with patience 0 or FORGE below its group's faithful rank / d")
     lines = [
         f"cost (this host, {rate}): CPU {c.cpu_s_upper / 3600:.3f} h upper bound (every seed "
         f"to its budget), {c.cpu_s_expected / 3600:.3f} h expected; wall on {c.slots} slots "

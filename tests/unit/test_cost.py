@@ -183,3 +183,14 @@ def test_dry_run_json_adds_the_cost_keys(tmp_path, capsys, ref_host):
     text = capsys.readouterr().out
     assert "upper bound (every seed to its budget)" in text and "uncalibrated" in text
     assert "a prior: a share of the budget (forge 0.1, mlp 0.5" in text
+
+
+def test_forge_below_its_faithful_bound_is_expected_to_run_its_budget():
+    """S4's smallest faithful real sum is M_3(R): rank 23, dimension 9 (grokray/cprank)."""
+    base = {"group": "S4", "arch": "forge", "steps": 4000, "seeds": [0], "device": "cpu"}
+    small = TrialConfig.from_dict({**base, "model.rank": 16, "model.d": 32})
+    thin = TrialConfig.from_dict({**base, "model.rank": 64, "model.d": 8})
+    ok = TrialConfig.from_dict({**base, "model.rank": 24, "model.d": 12})
+    auto = TrialConfig.from_dict(base)
+    assert expected_steps(small, None)[0] == expected_steps(thin, None)[0] == [4000]
+    assert expected_steps(ok, None)[0] == expected_steps(auto, None)[0] == [400 + 5 * 100]
