@@ -166,7 +166,8 @@ def cost_text(c: SweepCost) -> str:
                "budget with patience 0 or FORGE below its group's faithful rank / d")
     lines = [
         f"cost (this host, {rate}): CPU {c.cpu_s_upper / 3600:.3f} h upper bound (every seed "
-        f"to its budget), {c.cpu_s_expected / 3600:.3f} h expected; wall on {c.slots} slots "
+        f"to its budget), {c.cpu_s_expected / 3600:.3f} h expected; wall on {c.slots} slot"
+        f"{'s' if c.slots != 1 else ''} "
         f"{_h(c.wall_s_upper)} upper, {_h(c.wall_s_expected)} expected",
         f"  {how}",
         f"  GPU {c.gpu_s_upper / 3600:.3f} h upper, {c.gpu_s_expected / 3600:.3f} h expected "

@@ -194,3 +194,20 @@ def test_forge_below_its_faithful_bound_is_expected_to_run_its_budget():
     auto = TrialConfig.from_dict(base)
     assert expected_steps(small, None)[0] == expected_steps(thin, None)[0] == [4000]
     assert expected_steps(ok, None)[0] == expected_steps(auto, None)[0] == [400 + 5 * 100]
+
+
+def test_host_rate_is_cached_per_host_and_a_refresh_keeps_the_best(tmp_path, monkeypatch):
+    from grokray.cost import host
+
+    monkeypatch.delenv("GROKRAY_HOST_GFLOPS", raising=False)
+    monkeypatch.setenv("GROKRAY_CACHE", str(tmp_path))
+    rate, source = host.host_gflops()
+    assert rate > 1 and source == "measured now"
+    f = tmp_path / "host" / "sgemm.json"
+    rec = json.loads(f.read_text())
+    assert rec["key"] == host.host_key()
+    f.write_text(json.dumps({**rec, "gflops": 1e6}))  # a rate no measurement here reaches
+    assert host.host_gflops()[0] == 1e6 and host.host_gflops()[1].startswith("cached")
+    assert host.host_gflops(refresh=True)[0] == 1e6
+    f.write_text(json.dumps({**rec, "key": "another host", "gflops": 1e6}))
+    assert host.host_gflops()[0] < 1e6  # another host's rate is not this one's
