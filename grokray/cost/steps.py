@@ -8,9 +8,9 @@ from typing import Any
 
 import pandas as pd
 
-PRIOR = {"forge": 0.1, "mlp": 0.5, "transformer": 0.4, "rfm": 1.0, "hamiltonian": 1.0}
+PRIOR = {"forge": 0.06, "mlp": 0.5, "transformer": 0.4, "rfm": 1.0, "hamiltonian": 1.0}
 """share of the budget before a seed groks when no row says; then `patience` evals more. From
-the CPU ledger's grok steps (docs/reproduction.md): FORGE 4-30% of its budgets (median 8%); the
+the CPU ledger's grok steps (docs/reproduction.md): FORGE 3-33% of its budgets (median 6-8%); the
 matched MLP 23% on Z97 and censored (100%) on A5, S3 .. S5, so 0.5 is within 2x of both; the
 transformer 17-63%, its S5 control censored; RFM and the Hamiltonian trials never stop early. A
 family not listed: 1.0; FORGE below its group's faithful bound (`below_faithful`): 1.0."""

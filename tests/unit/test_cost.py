@@ -182,7 +182,7 @@ def test_dry_run_json_adds_the_cost_keys(tmp_path, capsys, ref_host):
     assert cli_main(["sweep", spec, "--dry-run"]) == 0
     text = capsys.readouterr().out
     assert "upper bound (every seed to its budget)" in text and "uncalibrated" in text
-    assert "a prior: a share of the budget (forge 0.1, mlp 0.5" in text
+    assert "a prior: a share of the budget (forge 0.06, mlp 0.5" in text
 
 
 def test_forge_below_its_faithful_bound_is_expected_to_run_its_budget():
@@ -193,7 +193,8 @@ def test_forge_below_its_faithful_bound_is_expected_to_run_its_budget():
     ok = TrialConfig.from_dict({**base, "model.rank": 24, "model.d": 12})
     auto = TrialConfig.from_dict(base)
     assert expected_steps(small, None)[0] == expected_steps(thin, None)[0] == [4000]
-    assert expected_steps(ok, None)[0] == expected_steps(auto, None)[0] == [400 + 5 * 100]
+    prior = round(4000 * PRIOR["forge"]) + 5 * 100  # then patience 5 evals every 100 steps
+    assert expected_steps(ok, None)[0] == expected_steps(auto, None)[0] == [prior]
 
 
 def test_host_rate_is_cached_per_host_and_a_refresh_keeps_the_best(tmp_path, monkeypatch):
