@@ -22,8 +22,8 @@ START_S = 6.0
 """wall seconds before a sweep's first trial in a fresh Ray session: ray.init 3-4 s and the
 workers' imports 2 s (same source); a later sweep of `grokray reproduce` pays none"""
 BUILD_MAX = 5000
-"""configs priced one by one up to this many; a larger grid is priced as its base config times
-its size (stated)"""
+"""configs priced one by one up to this many (as many as a dry run resolves `auto` shapes for);
+a larger grid is priced as its base config times its size (stated)"""
 
 
 @dataclass(frozen=True)
