@@ -51,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|---|")
     tot = {k: 0.0 for k in ("w", "we", "wu", "c", "ce", "cu")}
     for r in recs:
-        if "model_wall_s_expected" not in r:
-            continue
+        if "model_wall_s_expected" not in r or r.get("interrupted"):
+            continue  # an older record, or a sweep stopped before its end
         w, c = r["wall_s"], r["trial_cpu_s"]
         we, wu = r["model_wall_s_expected"], r["model_wall_s_upper"]
         ce, cu = r["model_cpu_s_expected"], r["model_cpu_s_upper"]
