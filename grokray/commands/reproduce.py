@@ -9,16 +9,15 @@ Ray, or the cluster at --address. Ctrl-C (or SIGTERM) stops the sweep running, t
 written from what is on disk and the command exits 130 (143).
 
 Progress: each trial's line (or the live panel) names the sweep (k of N), the ledger's elapsed
-time and what the sweeps' headers estimate is left. Each sweep's header states its measured wall
-time as `# Wall time: X min ...` (the first number in minutes after `Wall time`); the dry run
-sums them, scaled by the share of each sweep still to run. Every sweep run appends its wall
-time, the CPU seconds of its trials and the load average to DIR/reproduce_times.json.
+time and the wall time the cost model (grokray/cost) expects for the sweeps after it; the dry
+run prints each sweep's estimate and their sum. Every sweep run appends its wall time, the CPU
+seconds of its trials, the load average and the model's estimate of the same work to
+DIR/reproduce_times.json.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
@@ -27,7 +26,6 @@ from typing import Any
 SCALES = {"cpu": "sweeps/cpu"}
 TIMES = "reproduce_times.json"
 """the per-sweep wall and CPU times of every reproduce run, under OUT"""
-_WALL = re.compile(r"^#\s*Wall time\b[^\n]*?(\d+(?:\.\d+)?)\s*min", re.MULTILINE)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -43,8 +41,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--only", nargs="+", metavar="SWEEP",
                    help="run only these sweeps (names or spec stems, e.g. scaling_cpu rfm)")
     p.add_argument("--dry-run", action="store_true",
-                   help="print each sweep's plan (done / to run) and the estimated wall time; "
-                        "run nothing, write nothing")
+                   help="print each sweep's plan (done / to run) and the cost model's estimate "
+                        "(CPU, wall, GPU hours); run nothing, write nothing")
     p.add_argument("--address", default=None,
                    help="Ray cluster to join ('auto' on a cluster node; also RAY_ADDRESS); "
                         "default: an embedded local Ray")
@@ -68,25 +66,23 @@ def ledger_specs(scale: str) -> list[str]:
     return out
 
 
-def header_minutes(path: str | Path) -> float | None:
-    """The wall time a spec's header states (`# Wall time: 4.1 min ...`), in minutes; None when
-    the header states none."""
-    m = _WALL.search(Path(path).read_text())
-    return float(m.group(1)) if m else None
+def model_estimates(specs: list[Any], n_cpus: int | None = None) -> list[Any]:  # noqa: ANN401
+    """The cost model's estimate (grokray.cost.sweep.SweepCost) of what each sweep has left, in
+    one Ray session: only the first pays the session's start."""
+    from grokray.cost.sweep import START_S, estimate_plan
+    from grokray.sweep.runner import make_plan
+
+    return [estimate_plan(make_plan(s, build=False), start_s=START_S if k == 0 else 0.0,
+                          n_cpus=n_cpus) for k, s in enumerate(specs)]
 
 
-def estimate_left(plan: Any) -> float | None:  # noqa: ANN401 - Plan (kept lazy)
-    """Minutes the header's wall time leaves for what the plan still has to run (by its share
-    of the sweep's seed-steps); None when the header states no wall time."""
-    est = header_minutes(plan.spec.path)
-    if est is None:
-        return None
-    total = plan.spec.seed_steps()
-    return est * (plan.todo_seed_steps / total if total else 0.0)
-
-
-def _fmt_min(m: float | None) -> str:
-    return "?" if m is None else f"{m:.1f} min"
+def model_record(c: Any) -> dict[str, Any]:  # noqa: ANN401 - SweepCost
+    """The estimate's figures beside a sweep's measured times in reproduce_times.json."""
+    return {"model_cpu_s_upper": round(c.cpu_s_upper, 1),
+            "model_cpu_s_expected": round(c.cpu_s_expected, 1),
+            "model_wall_s_upper": round(c.wall_s_upper, 1),
+            "model_wall_s_expected": round(c.wall_s_expected, 1),
+            "model_expected_from_rows": c.from_rows, "host_sgemm_gflops": round(c.host_gflops, 1)}
 
 
 def load_avg() -> str:
@@ -101,9 +97,10 @@ def load_avg() -> str:
 class LedgerProgress:
     """The ledger-level line under each sweep's progress: sweep k of N, elapsed, estimate."""
 
-    def __init__(self, n: int, estimates: list[float | None]):
+    def __init__(self, n: int, estimates: list[Any]):
         self.n, self.k, self.name = n, 0, ""
         self.estimates = estimates
+        """the cost model's SweepCost of each sweep"""
         self.t0 = time.monotonic()
 
     def at(self, k: int, name: str) -> None:
@@ -112,9 +109,8 @@ class LedgerProgress:
     def line(self) -> str:
         from grokray.sweep.progress import fmt_seconds
 
-        rest = self.estimates[self.k:]  # the sweeps after this one
-        left = None if any(e is None for e in rest) else sum(e or 0.0 for e in rest)
-        after = "" if left is None else f"; after this sweep ~{_fmt_min(left)} (headers)"
+        left = sum(e.wall_s_expected for e in self.estimates[self.k:])  # the sweeps after it
+        after = f"; after this sweep ~{left / 60:.1f} min (cost model)"
         return (f"ledger sweep {self.k}/{self.n} {self.name}; ledger elapsed "
                 f"{fmt_seconds(time.monotonic() - self.t0)}{after}")
 
@@ -141,14 +137,13 @@ def main(args: argparse.Namespace) -> int:
                                + ", ".join(s.name for s in specs))
         specs = [s for s in specs if s.name in args.only or Path(s.path).stem in args.only]
     if args.dry_run:
-        return _dry_run(specs)
+        return _dry_run(specs, args.num_cpus)
 
     from grokray.sweep import store
 
     for spec in specs:  # the output location, before any work (one line, exit 2)
         store.check_writable(spec.sweep_dir)
-    estimates = [estimate_left(make_plan(s, build=False)) for s in specs]
-    progress = LedgerProgress(len(specs), estimates)
+    progress = LedgerProgress(len(specs), model_estimates(specs, args.num_cpus))
     timings: list[dict[str, Any]] = []
     stopped, code = "", 0
     from grokray.sweep.interrupt import on_signals
@@ -209,7 +204,7 @@ def _run_sweep(plan: Any, args: argparse.Namespace, progress: LedgerProgress,  #
         if Path(spec.path).resolve().is_relative_to(root) else spec.path,
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "load_start": load_avg(), "trials_todo": plan.n_todo_trials,
-        "header_min": header_minutes(spec.path),
+        **model_record(progress.estimates[progress.k - 1]),
     }
     t0 = time.perf_counter()
     display = Display(plan.n_todo_trials, plan.todo_seed_steps, title=spec.name,
@@ -258,20 +253,18 @@ def _append_times(out: str, rec: dict[str, Any]) -> None:
     p.write_text(json.dumps(old, indent=1) + "\n")
 
 
-def _dry_run(specs: list[Any]) -> int:  # noqa: ANN401
+def _dry_run(specs: list[Any], n_cpus: int | None) -> int:  # noqa: ANN401
     from grokray.commands.sweep import describe
+    from grokray.cost.sweep import cost_text
     from grokray.sweep.runner import make_plan
 
-    total: float | None = 0.0
-    for spec in specs:
-        plan = make_plan(spec, build=False)
-        print(describe(plan), flush=True)
-        est = estimate_left(plan)
-        print(f"header wall time: {_fmt_min(header_minutes(spec.path))}; left: "
-              f"{_fmt_min(est)}", flush=True)
-        total = None if est is None or total is None else total + est
-    print(f"estimated wall time left (sum of the headers' wall times): {_fmt_min(total)}",
-          flush=True)
+    costs = model_estimates(specs, n_cpus)
+    for spec, cost in zip(specs, costs, strict=True):
+        print(describe(make_plan(spec, build=False)) + "\n" + cost_text(cost), flush=True)
+    up, ex = (sum(getattr(c, k) for c in costs) for k in ("wall_s_upper", "wall_s_expected"))
+    cpu = sum(c.cpu_s_expected for c in costs)
+    print(f"estimated wall time left (cost model, one Ray session): {ex / 60:.1f} min expected, "
+          f"{up / 60:.1f} min upper bound; {cpu / 3600:.2f} CPU h expected", flush=True)
     return 0
 
 

@@ -15,8 +15,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("spec", help="sweep spec YAML (e.g. sweeps/smoke.yaml)")
     p.add_argument("--dry-run", action="store_true",
-                   help="print trials, seeds, axes, what is done and the work left; run nothing "
-                        "(a grid is counted, not built)")
+                   help="print trials, seeds, axes, what is done, the work left and its estimated "
+                        "CPU, wall and GPU hours (grokray/cost); run nothing")
     p.add_argument("--json", action="store_true",
                    help="with --dry-run: print the plan as one JSON object on stdout")
     p.add_argument("--out", help="output root (overrides the spec's out)")
@@ -167,15 +167,17 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _dry_run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
+    from grokray.cost.sweep import cost_json, cost_text, estimate_plan
     from grokray.sweep.runner import make_plan
 
     plan = make_plan(spec, rerun_failed=args.rerun_failed, force=args.force, build=False)
+    cost = estimate_plan(plan, n_cpus=args.num_cpus)
     if args.json:
         import json
 
-        print(json.dumps(plan_summary(plan)), flush=True)
+        print(json.dumps({**plan_summary(plan), **cost_json(cost)}), flush=True)
     else:
-        print(describe(plan), flush=True)
+        print(describe(plan) + "\n" + cost_text(cost), flush=True)
     return 0
 
 

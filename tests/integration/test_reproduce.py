@@ -10,7 +10,6 @@ import signal
 import sys
 
 import pandas as pd
-import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import _sweep_helpers as helpers  # noqa: E402
@@ -24,8 +23,7 @@ def _specs(tmp_path, monkeypatch, names=("tiny_a", "tiny_b"), steps=20):
     paths = []
     for n in names:
         p = helpers.tiny_spec(tmp_path, groups=("Z5", "Z7"), steps=steps, name=f"{n}.yaml")
-        p.write_text(p.read_text().replace("name: tiny", f"name: {n}")
-                     .replace("config:", "# Wall time: 0.5 min (a test header)\nconfig:"))
+        p.write_text(p.read_text().replace("name: tiny", f"name: {n}"))
         paths.append(str(p))
     monkeypatch.setattr(reproduce, "ledger_specs", lambda scale: paths)
     return paths
@@ -45,15 +43,18 @@ def test_local_run_times_every_sweep_writes_the_ledger_and_resumes(tmp_path, mon
     for n in ("tiny_a", "tiny_b"):
         t = _rows(out, n)
         assert len(t) == 8 and t.groupby(["config_hash", "seed"]).size().eq(1).all()
-    # the progress lines say which sweep of how many, and the headers' estimate of the rest
+    # the progress lines say which sweep of how many, and the cost model's estimate of the rest
     assert "ledger sweep 1/2 tiny_a" in cap.err and "ledger sweep 2/2 tiny_b" in cap.err
-    assert "after this sweep ~0.5 min (headers)" in cap.err
+    assert "after this sweep ~0.0 min (cost model)" in cap.err
     times = json.loads((out / reproduce.TIMES).read_text())
     assert [t["sweep"] for t in times] == ["tiny_a", "tiny_b"]
     for t in times:
         assert t["trials"] == 4 and t["failed"] == 0 and not t["interrupted"]
         assert 0 < t["max_trial_cpu_s"] <= t["trial_cpu_s"] and t["wall_s"] > 0
-        assert t["header_min"] == 0.5
+        assert 0 < t["model_cpu_s_expected"] <= t["model_cpu_s_upper"]
+        assert t["model_wall_s_expected"] <= t["model_wall_s_upper"]
+        assert t["model_expected_from_rows"] == 0 and t["host_sgemm_gflops"] > 0
+    assert times[0]["model_wall_s_upper"] > times[1]["model_wall_s_upper"]  # Ray's start
     assert (out / "ledger.md").read_text().startswith("# Reproduction ledger")
     assert "total" in cap.out and "wrote" in cap.out
 
@@ -121,21 +122,15 @@ def test_address_reaches_the_backend(tmp_path):
     assert isinstance(make_backend(spec, "r1", local=True), LocalBackend)
 
 
-@pytest.mark.parametrize(("text", "minutes"), [
-    ("# Wall time: 4.1 min on an idle 2-core CPU\nname: x\n", 4.1),
-    ("# a header\n# Wall time (idle 2-core estimate): about 12 min\n", 12.0),
-    ("# Wall time: not yet measured\nname: x\n", None),
-    ("name: x\n# Wall time: 3 min after the header is not a header\n", 3.0),
-])
-def test_header_minutes(tmp_path, text, minutes):
-    p = tmp_path / "s.yaml"
-    p.write_text(text)
-    assert reproduce.header_minutes(p) == minutes
+def test_cpu_ledger_dry_run_prices_every_sweep_within_the_hour(capsys, monkeypatch):
+    from grokray.cost import table
 
-
-def test_every_cpu_sweep_header_states_its_wall_time(capsys):
+    ref = table.load()["reference_host"]["sgemm_gflops"]
+    monkeypatch.setenv("GROKRAY_HOST_GFLOPS", str(ref))  # the calibration host's speed
     assert main(["reproduce", "--scale", "cpu", "--dry-run", "--out", "/nonexistent/x"]) == 0
     text = capsys.readouterr().out
-    assert "header wall time: ?" not in text
-    total = float(text.split("sum of the headers' wall times): ")[1].split(" min")[0])
-    assert 0 < total <= 60  # the issue's budget for the whole CPU ledger
+    assert text.count("cost (this host") == len(reproduce.ledger_specs("cpu"))
+    assert "no cost model" not in text
+    line = text.split("estimated wall time left (cost model, one Ray session): ")[1]
+    expected, upper = (float(x.split(" min")[0]) for x in line.split(", ")[0:2])
+    assert 0 < expected < upper <= 60  # the issue's budget for the whole CPU ledger
