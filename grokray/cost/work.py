@@ -64,12 +64,11 @@ def _forge_data(cfg: Any, s: Shape) -> float:  # noqa: ANN401
 def _forge(cfg: Any, s: Shape) -> float:  # noqa: ANN401
     """The data loss, L_assoc in the form the model picks (exact up to alg_full_max elements,
     sampled triples above) and L_ident + L_inv through g_phi (benchmarks/bench_forge_step.py)."""
-    from grokray.models.forge import assoc_form
-    from grokray.models.structure import assoc_macs
+    from grokray.models.assoc import FORMS, assoc_form
 
     f, d, R, n = cfg.forge, cfg.model.d, cfg.model.rank, s.n_in
     if n <= f.alg_full_max:
-        assoc = assoc_macs(assoc_form(n, d, R, len(cfg.seeds)), n, d, R)
+        assoc = FORMS[assoc_form(n, d, R, len(cfg.seeds))].macs(n, d, R)
     else:
         assoc = 15 * f.alg_samples * R * d
     ni = min(n, f.alg_samples)
