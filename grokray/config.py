@@ -20,7 +20,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
 
-from grokray import fields
+from grokray import fields, yamlsafe
 from grokray.errors import ConfigError
 from grokray.fields import at_least, choice, positive
 from grokray.models import registry
@@ -341,18 +341,21 @@ def valid_keys() -> list[str]:
     return keys
 
 
+RUN_CONFIG = yamlsafe.Kind("run config", "config", "sweeps/run/mlp_z97.yaml", 3, ConfigError)
+
+
 def load_yaml(path: str) -> TrialConfig:
-    """Read a single-trial YAML file into a TrialConfig."""
-    try:
-        with open(path) as f:
-            d = yaml.safe_load(f) or {}
-    except FileNotFoundError as exc:
-        raise ConfigError(f"config file not found: {path}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML: {exc}".splitlines()[0]) from exc
-    if not isinstance(d, dict):
-        raise ConfigError(f"config file {path} must hold a mapping of config keys")
-    return TrialConfig.from_dict(d)
+    """Read a single-trial YAML file into a TrialConfig; the file is bounded and checked like a
+    sweep spec (grokray.yamlsafe), and a key given twice is an error."""
+    data, lines = yamlsafe.read(path, RUN_CONFIG)
+    if lines.dupes:
+        raise ConfigError("\n".join(lines.dupe_problems()))
+    if data is None:
+        return TrialConfig()
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a run config is a mapping of config keys (see "
+                          f"{RUN_CONFIG.example}); got {type(data).__name__}")
+    return TrialConfig.from_dict(data)
 
 
 # ----------------------------------------------------------------------------------- validation

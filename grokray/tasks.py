@@ -118,7 +118,7 @@ def canonical_names(group: str, op: str | None) -> tuple[str, str]:
     composition (`group`, `compose`, omitted) -> group. A name that does not parse is returned
     as given (make_task and the spec checks report it)."""
     try:
-        group = parse(str(group), cap=10**12).name  # the order cap is checked when built
+        group = parse(str(group), cap=10**12, hints=False).name  # the cap is checked when built
     except GroupError:
         pass
     try:

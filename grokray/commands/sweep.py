@@ -38,14 +38,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def plan_summary(plan) -> dict:  # noqa: ANN001 - Plan (kept lazy)
     """The dry-run figures as plain values (what `--dry-run --json` prints)."""
-    from grokray.sweep.spec import axis_label
-
     spec = plan.spec
     out: dict = {
         "sweep": spec.name, "spec": spec.path, "sweep_dir": spec.sweep_dir,
-        "axes": [{"keys": list(keys), "n": len(vals),
-                  "values": [list(v) if len(v) > 1 else v[0] for v in vals]}
-                 for keys, vals in zip(spec.axes, spec.values, strict=True)],
+        "axes": [{"keys": list(ax.keys), "n": len(ax),
+                  "values": [list(row) if len(row) > 1 else row[0] for row in ax.rows]}
+                 for ax in spec.axes],
         "search": None, "grid_points": spec.n_points, "trials": plan.n_trials,
         "seeds": spec.seeds, "seed_runs": plan.n_trials * plan.n_seeds,
         "done_seed_runs": plan.done_rows, "failed_seed_runs": plan.failed_rows,
@@ -59,7 +57,7 @@ def plan_summary(plan) -> dict:  # noqa: ANN001 - Plan (kept lazy)
         s = spec.search
         out["search"] = {"metric": s.metric, "mode": s.mode, "num_samples": s.num_samples,
                          "seed": s.seed, "space": {k: str(d) for k, d in s.space.items()}}
-    out["axis_labels"] = [axis_label(k) for k in spec.axes]
+    out["axis_labels"] = [ax.label for ax in spec.axes]
     return out
 
 
@@ -99,17 +97,15 @@ def _auto_text(spec) -> str | None:  # noqa: ANN001 - SweepSpec (kept lazy)
 
 def describe(plan) -> str:  # noqa: ANN001 - Plan (kept lazy)
     """The dry-run text."""
-    from grokray.sweep.spec import axis_label
-
     spec = plan.spec
     lines = [f"sweep {spec.name}: {spec.path} -> {spec.sweep_dir}"]
     if spec.search is not None:
         lines.append("search: " + spec.search.describe())
     elif spec.axes:
-        for keys, vals in zip(spec.axes, spec.values, strict=True):
-            shown = [v[0] if len(v) == 1 else v for v in vals]
-            text = ", ".join(str(v) for v in shown[:20]) + (", ..." if len(shown) > 20 else "")
-            lines.append(f"axis {axis_label(keys)} ({len(vals)}): {text}")
+        for ax in spec.axes:
+            text = ", ".join(str(ax.shown(row)) for row in ax.rows[:20]) + \
+                (", ..." if len(ax) > 20 else "")
+            lines.append(f"axis {ax.label} ({len(ax)}): {text}")
     else:
         lines.append("axes: none (a single config)")
     auto = _auto_text(spec)

@@ -4,6 +4,7 @@ explain bad input with the grammar and the nearest valid names (difflib)."""
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import os
 import re
@@ -20,6 +21,8 @@ GRAMMAR = (
 
 # default cap on the order; override with get_group(max_order=...) or GROKRAY_MAX_GROUP_ORDER
 DEFAULT_MAX_ORDER = 10_000
+SHOWN_ORDER = 10**18
+"""an order above this (and above the cap) is not computed, and an error says 'above 10^18'"""
 
 
 @dataclass(frozen=True)
@@ -211,32 +214,42 @@ def max_order() -> int:
     return int(raw) if raw.strip().isdigit() else DEFAULT_MAX_ORDER
 
 
-def parse(name: str, cap: int | None = None) -> Spec:
-    """Parse a group name (case-insensitive); raise GroupError on bad input or order > cap."""
+def parse(name: str, cap: int | None = None, hints: bool = True) -> Spec:
+    """Parse a group name (case-insensitive); raise GroupError on bad input or order > cap.
+
+    hints: name the nearest valid names in the error (False where the error is discarded)."""
     if not isinstance(name, str) or not name.strip():
         raise GroupError(f"empty group name; grammar: {GRAMMAR}")
     text = re.sub(r"\s+", "", name.lower()).replace("×", "x")
     factors = []
     cap = max_order() if cap is None else cap
     for part in text.split("x"):
-        factors.append(_parse_factor(part, name, cap))
+        factors.append(_parse_factor(part, name, cap, hints))
     spec = Spec(tuple(factors))
     if any(p > cap for _, p in spec.factors):  # every order >= its parameter: skip huge n!
         raise GroupError(
-            f"group {name!r} has a parameter above the order cap {cap} (GROKRAY_MAX_GROUP_ORDER);"
-            f" nearest valid names: {_nearest(spec, cap)}"
+            f"group {name!r} has a parameter above the order cap {cap} (GROKRAY_MAX_GROUP_ORDER)"
+            + _hint(spec, cap, hints)
         )
-    if spec.order > cap:
-        gib = spec.order**2 * 8 / 2**30
+    shown = max(cap, SHOWN_ORDER)
+    # a factor of order above `shown` makes the order too large to compute or print
+    order = None if any(p > param_bound(k, shown) for k, p in spec.factors) else spec.order
+    if order is None or order > shown:
         raise GroupError(
-            f"group {name!r} ({spec.name}) has order {spec.order}, above the cap {cap} "
-            f"(GROKRAY_MAX_GROUP_ORDER); its Cayley table alone would need {gib:,.1f} GiB; "
-            f"nearest valid names: {_nearest(spec, cap)}"
+            f"group {name!r} ({spec.name}) has order above 10^{len(str(shown)) - 1}, above the "
+            f"cap {cap} (GROKRAY_MAX_GROUP_ORDER)" + _hint(spec, cap, hints)
+        )
+    if order > cap:
+        gib = order**2 * 8 / 2**30
+        raise GroupError(
+            f"group {name!r} ({spec.name}) has order {order}, above the cap {cap} "
+            f"(GROKRAY_MAX_GROUP_ORDER); its Cayley table alone would need {gib:,.1f} GiB"
+            + _hint(spec, cap, hints)
         )
     return spec
 
 
-def _parse_factor(part: str, name: str, cap: int) -> tuple[str, int]:
+def _parse_factor(part: str, name: str, cap: int, hints: bool) -> tuple[str, int]:
     for f in FAMILIES.values():
         m = re.fullmatch(f.pattern, part)
         if m is None:
@@ -244,10 +257,11 @@ def _parse_factor(part: str, name: str, cap: int) -> tuple[str, int]:
         p = int(m.group(1)) if m.groups() else 0
         why = f.check(p) if p <= cap else None
         if why is not None:
-            near = ", ".join(_nearby_params(f, p, cap))
+            near = f"nearest valid names: {', '.join(_nearby_params(f, p, cap))}; " if hints \
+                else ""
             raise GroupError(
                 f"bad group {name!r}: in {part!r}, {why} ({f.key}: {f.title}); "
-                f"nearest valid names: {near}; grammar: {GRAMMAR}"
+                f"{near}grammar: {GRAMMAR}"
             )
         return f.key, p
     raise GroupError(
@@ -262,17 +276,30 @@ def suggest(name: str, n: int = 3) -> str:
     return ", ".join(pool[c] for c in close) or ", ".join(EXAMPLES[:3])
 
 
+@functools.lru_cache(maxsize=256)
+def param_bound(key: str, cap: int) -> int:
+    """The largest parameter of family `key` whose order is <= cap (orders grow with the
+    parameter): doubling, then bisection, so no order far above cap is ever computed (the
+    order of S at 2x the bound, not at cap/2)."""
+    order = FAMILIES[key].order
+    lo, hi = 0, 1
+    while hi <= cap and order(hi) <= cap:
+        lo, hi = hi, 2 * hi
+    hi = min(hi, cap + 1)  # order(hi) > cap, or hi is past the cap (every order >= parameter)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if order(mid) <= cap else (lo, mid)
+    return lo
+
+
 def _nearby_params(f: Family, p: int, cap: int, n: int = 3) -> list[str]:
     """Canonical names of the valid parameters closest to p with order <= cap."""
     out: list[str] = []
-    lo, hi = 0, cap  # largest parameter whose order fits (orders grow with the parameter)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if f.order(mid) <= cap else (lo, mid - 1)
-    p = min(p, lo)
+    top = param_bound(f.key, cap)
+    p = min(p, top)
     pool = set(range(max(0, p - 200), p + 200)) | set(range(0, 200))
     for q in sorted(pool, key=lambda q: (abs(q - p), q)):
-        if q <= cap and f.check(q) is None and f.order(q) <= cap:
+        if q <= top and f.check(q) is None:
             name = f.canonical(q)
             if name not in out:
                 out.append(name)
@@ -281,8 +308,11 @@ def _nearby_params(f: Family, p: int, cap: int, n: int = 3) -> list[str]:
     return out or list(f.examples[:n])
 
 
-def _nearest(spec: Spec, cap: int) -> str:
+def _hint(spec: Spec, cap: int, hints: bool) -> str:
+    """`; nearest valid names: ...` for an error about `spec` (empty without hints)."""
+    if not hints:
+        return ""
     if len(spec.factors) == 1:
         k, p = spec.factors[0]
-        return ", ".join(_nearby_params(FAMILIES[k], p, cap))
-    return suggest(spec.name)
+        return "; nearest valid names: " + ", ".join(_nearby_params(FAMILIES[k], p, cap))
+    return "; nearest valid names: " + suggest(spec.name)

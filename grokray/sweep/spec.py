@@ -22,13 +22,15 @@ search:                     # optional Optuna search (grokray.sweep.search), no 
   metric: final_val_acc     # final_val_acc | grok_rate (max), grok_step | final_val_loss (min)
   mode: max
   num_samples: 20
+capacity_study: false       # true: the sweep studies FORGE's capacity itself (not in identities)
 ```
 
 Every problem is reported before anything runs, one line each:
 `FILE:LINE: KEY: what is wrong; what is valid` (`SpecError`, exit code 2). The file is bounded
-before it is parsed (`LIMITS`: size, nesting, aliases and what they expand to), and so is what it
-asks for (seeds, grid size): a grid is counted from its axis lengths, never built to be counted,
-and each axis value is checked on its own (the grid is built only when a run needs its configs).
+before it is parsed (grokray.yamlsafe: size, nesting, aliases and what they expand to), and so
+is what it asks for (`LIMITS`: seeds, grid size): a grid is counted from its axis lengths, never
+built to be counted, and each axis value is checked on its own (the grid is built only when a
+run needs its configs).
 """
 
 from __future__ import annotations
@@ -43,10 +45,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
+from grokray import yamlsafe
 from grokray.config import SECTIONS, TrialConfig, get_key, valid_keys
 from grokray.errors import ConfigError, GrokrayError, SpecError
+from grokray.groups import parse as parse_group
+from grokray.models.registry import families
 from grokray.sweep.search import (
     DISTRIBUTIONS,
     SEARCH_KEYS,
@@ -55,32 +58,16 @@ from grokray.sweep.search import (
     parse_distribution,
 )
 from grokray.sweep.store import OUT_SCHEMES
+from grokray.tasks import op_problem
 
-__all__ = ["LIMITS", "SearchSpec", "SweepSpec", "load_spec", "parse_spec", "SEARCH_METRICS",
-           "DISTRIBUTIONS"]
+__all__ = ["LIMITS", "Axis", "SearchSpec", "SweepSpec", "load_spec", "parse_spec"]
 
-TOP_KEYS = {
-    "name": "the sweep's name (a slug: letters, digits, _ and -, at most 64)",
-    "description": "free text",
-    "out": "output root directory or URL",
-    "config": "fixed config: mapping of TrialConfig keys",
-    "axes": "mapping of dotted config key -> non-empty list",
-    "zip": "list of mappings of dotted key -> lists of equal length",
-    "seeds": "a count >= 1 or a list of distinct ints",
-    "steps": "step budget, int > 0",
-    "eval_every": "eval cadence in steps, int > 0",
-    "resources": "mapping with cpu (> 0) and gpu (>= 0)",
-    "concurrency": "int >= 1 or null",
-    "retries": "int >= 0",
-    "search": "mapping with space, metric, mode, num_samples",
-}
+TOP_KEYS = ("name", "description", "out", "config", "axes", "zip", "seeds", "steps",
+            "eval_every", "resources", "concurrency", "retries", "search", "capacity_study")
 RESOURCE_KEYS = ("cpu", "gpu")
+SPEC = yamlsafe.Kind("sweep spec", "spec", "sweeps/smoke.yaml", 4, SpecError)
 
 LIMITS = {
-    "spec_bytes": 1 << 20,      # size of the YAML file
-    "depth": 16,                # nesting of mappings and lists
-    "aliases": 64,              # YAML aliases (*name)
-    "nodes": 200_000,           # values in the document, aliases expanded
     "seeds": 1024,              # seeds per trial (trained together)
     "seed_value": 2**31 - 1,    # the largest seed
     "trials": 100_000,          # configs in a grid, or samples of a search
@@ -96,6 +83,35 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 @dataclass(frozen=True)
+class Axis:
+    """One axis of a grid: its dotted keys (several for a zip block, whose keys move together)
+    and its rows, the keys' values at each position, with the YAML path of each row."""
+
+    keys: tuple[str, ...]
+    """the dotted config keys it sets"""
+    rows: tuple[tuple[Any, ...], ...]
+    """rows[j]: the values of `keys` at position j"""
+    where: tuple[tuple[Any, ...], ...]
+    """where[j]: the YAML key path of row j (its line in errors)"""
+
+    @property
+    def label(self) -> str:
+        """Printable name: the keys joined by '+'."""
+        return "+".join(self.keys)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def shown(self, row: tuple[Any, ...]) -> Any:
+        """A row as a spec writes it: the value itself on a one-key axis."""
+        return row if len(row) > 1 else row[0]
+
+    def index(self, key: str) -> int | None:
+        """Position of `key` in the rows, or None when this axis does not set it."""
+        return self.keys.index(key) if key in self.keys else None
+
+
+@dataclass(frozen=True)
 class SweepSpec:
     """A validated sweep."""
 
@@ -107,10 +123,8 @@ class SweepSpec:
     """output root; the sweep writes to `out/name`"""
     base: TrialConfig
     """the fixed config (steps, eval_every and seeds applied)"""
-    axes: list[tuple[str, ...]]
-    """one entry per axis: its dotted key(s); a zip block has several"""
-    values: list[list[tuple[Any, ...]]]
-    """values[i]: the list of value tuples of axis i"""
+    axes: tuple[Axis, ...]
+    """the grid's axes, one per `axes` key and per zip block; the grid is their product"""
     seeds: list[int]
     """model seeds of every trial"""
     cpu: float = 1.0
@@ -125,6 +139,9 @@ class SweepSpec:
     """Optuna search, or None for the grid"""
     description: str = ""
     """free text"""
+    capacity_study: bool = False
+    """the sweep's subject is FORGE's capacity itself (checks of the faithful block's shape do
+    not apply); not part of any trial's identity"""
 
     @property
     def sweep_dir(self) -> str:
@@ -138,34 +155,31 @@ class SweepSpec:
         """Points of the grid (the product of the axis lengths; a search: num_samples)."""
         if self.search is not None:
             return self.search.num_samples
-        return math.prod(len(v) for v in self.values)
+        return math.prod(len(ax) for ax in self.axes)
 
     @property
     def swept_keys(self) -> list[str]:
         """The dotted keys that vary between trials (axes, zip blocks or the search space)."""
         if self.search is not None:
             return list(self.search.space)
-        return [k for keys in self.axes for k in keys]
+        return [k for ax in self.axes for k in ax.keys]
 
     def seed_steps(self) -> int:
         """Seed-steps of the whole grid, from the axis lengths (steps may be an axis)."""
         if self.search is not None:
             return self.n_points * len(self.seeds) * self.base.steps
         total = len(self.seeds)
-        for keys, vals in zip(self.axes, self.values, strict=True):
-            if "steps" in keys:
-                i = keys.index("steps")
-                total *= sum(int(t[i]) for t in vals)
-            else:
-                total *= len(vals)
+        for ax in self.axes:
+            i = ax.index("steps")
+            total *= len(ax) if i is None else sum(int(row[i]) for row in ax.rows)
         return total * (1 if "steps" in self.swept_keys else self.base.steps)
 
     def points(self) -> Any:
         """The grid's override dicts, lazily, in order (dotted key -> value)."""
-        for combo in itertools.product(*self.values) if self.axes else [()]:
+        for combo in itertools.product(*(ax.rows for ax in self.axes)):
             ov: dict[str, Any] = {}
-            for keys, tup in zip(self.axes, combo, strict=True):
-                ov.update(zip(keys, tup, strict=True))
+            for ax, row in zip(self.axes, combo, strict=True):
+                ov.update(zip(ax.keys, row, strict=True))
             yield ov
 
     def trials(self) -> list[TrialConfig]:
@@ -191,7 +205,7 @@ class SweepSpec:
                 cfg = self.base.with_overrides(ov) if ov else self.base
             except ConfigError as exc:
                 raise SpecError(f"{self.path}: axes: combination {ov}: "
-                                f"{str(exc).splitlines()[0]}") from None
+                                f"{_first_line(exc)}") from None
             h = cfg.config_hash()
             if h not in seen:
                 seen.add(h)
@@ -199,174 +213,13 @@ class SweepSpec:
         return configs, self.n_points - len(configs)
 
 
-# ----------------------------------------------------------------------------- bounded YAML
-
-
-class _Lines:
-    """YAML key paths -> line numbers (1-based), from the composed node tree."""
-
-    def __init__(self, path: str, node: yaml.Node | None):
-        self.path = path
-        self.lines: dict[tuple[Any, ...], int] = {}
-        self.dupes: list[tuple[tuple[Any, ...], int]] = []
-        self.bad_keys: list[tuple[tuple[Any, ...], int]] = []
-        if node is not None:
-            self._walk(node, (), set())
-
-    def _walk(self, node: yaml.Node, prefix: tuple[Any, ...], active: set[int]) -> None:
-        self.lines.setdefault(prefix, node.start_mark.line + 1)
-        if id(node) in active:  # a recursive alias: construction reports it
-            return
-        active = active | {id(node)}
-        if isinstance(node, yaml.MappingNode):
-            seen = set()
-            for k, v in node.value:
-                if not isinstance(k, yaml.ScalarNode):
-                    self.bad_keys.append((prefix, k.start_mark.line + 1))
-                    continue
-                key = k.value
-                if key in seen:
-                    self.dupes.append((prefix + (key,), k.start_mark.line + 1))
-                seen.add(key)
-                self.lines[prefix + (key,)] = k.start_mark.line + 1
-                if len(prefix) < 6:  # line numbers of what a spec can have; no deeper
-                    self._walk(v, prefix + (key,), active)
-        elif isinstance(node, yaml.SequenceNode) and len(prefix) < 6:
-            for i, v in enumerate(node.value):
-                self._walk(v, prefix + (i,), active)
-
-    def at(self, *key: Any) -> str:
-        """`file:line` of the deepest known prefix of `key`."""
-        for n in range(len(key), -1, -1):
-            if key[:n] in self.lines:
-                return f"{self.path}:{self.lines[key[:n]]}"
-        return self.path
-
-
-def _fail(path: str, line: int | None, key: str, msg: str) -> SpecError:
-    where = f"{path}:{line}" if line else path
-    return SpecError(f"{where}: {key}: {msg}")
-
-
-def _read_text(path: str) -> str:
-    """The spec's text: bounded in size, UTF-8, no NUL."""
-    limit = LIMITS["spec_bytes"]
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(limit + 1)
-    except FileNotFoundError:
-        raise SpecError(f"{path}: sweep spec not found") from None
-    except IsADirectoryError:
-        raise SpecError(f"{path}: is a directory; give a sweep spec YAML file") from None
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
-    if len(raw) > limit:
-        raise _fail(path, None, "(file)", f"larger than {limit:,} bytes; a sweep spec is a "
-                                          "short YAML file")
-    return _decode(raw, path)
-
-
-def _decode(raw: bytes, path: str) -> str:
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise _fail(path, line, "(file)", f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at "
-                                          "offset {exc.start}); save the spec as UTF-8"
-                    .replace("{exc.start}", str(exc.start))) from None
-    return text
-
-
-def _compose(text: str, path: str) -> yaml.Node | None:
-    """Parse to a node tree, refusing deep nesting, many aliases and alias bombs first."""
-    depth = aliases = 0
-    try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                depth += 1
-                if depth > LIMITS["depth"]:
-                    raise _fail(path, event.start_mark.line + 1, "(file)",
-                                f"nested more than {LIMITS['depth']} levels deep; a sweep spec "
-                                "needs at most 4")
-            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                depth -= 1
-            elif isinstance(event, yaml.AliasEvent):
-                aliases += 1
-                if aliases > LIMITS["aliases"]:
-                    raise _fail(path, event.start_mark.line + 1, "(file)",
-                                f"more than {LIMITS['aliases']} YAML aliases (*name); write the "
-                                "values out")
-        loader = yaml.SafeLoader(text)
-        try:
-            node = loader.get_single_node()
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as exc:
-        raise _yaml_error(exc, path) from None
-    if node is not None:
-        _count_nodes(node, path)
-    return node
-
-
-def _count_nodes(root: yaml.Node, path: str) -> None:
-    """Values in the document with every alias expanded (an alias bomb is refused here)."""
-    size: dict[int, int] = {}
-    # iterative post-order over the (acyclic or not) node graph, sizes memoized per node
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    on_path: set[int] = set()
-    while stack:
-        node, done = stack.pop()
-        if id(node) in size and not done:
-            continue
-        kids: list[yaml.Node] = []
-        if isinstance(node, yaml.MappingNode):
-            kids = [x for kv in node.value for x in kv]
-        elif isinstance(node, yaml.SequenceNode):
-            kids = list(node.value)
-        if not done:
-            if id(node) in on_path:
-                raise _fail(path, node.start_mark.line + 1, "(file)",
-                            "a YAML alias refers to a value that contains it; write the values "
-                            "out")
-            on_path.add(id(node))
-            stack.append((node, True))
-            stack.extend((k, False) for k in kids if id(k) not in size)
-            continue
-        on_path.discard(id(node))
-        n = 1 + sum(size[id(k)] for k in kids)
-        if n > LIMITS["nodes"]:
-            raise _fail(path, node.start_mark.line + 1, "(file)",
-                        f"more than {LIMITS['nodes']:,} values once YAML aliases are expanded; "
-                        "use fewer aliases")
-        size[id(node)] = n
-
-
-def _yaml_error(exc: yaml.YAMLError, path: str) -> SpecError:
-    mark = getattr(exc, "problem_mark", None)
-    where = f"{path}:{mark.line + 1}" if mark else path
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    return SpecError(f"{where}: (file): not valid YAML: {problem}; a sweep spec is a YAML "
-                     "mapping (see sweeps/smoke.yaml)")
-
-
-def _construct(node: yaml.Node, path: str) -> Any:
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_document(node)
-    except yaml.YAMLError as exc:
-        raise _yaml_error(exc, path) from None
-    except (ValueError, OverflowError, TypeError, RecursionError) as exc:
-        line = node.start_mark.line + 1
-        raise _fail(path, line, "(file)", f"a value YAML cannot hold: {str(exc)[:200]}") \
-            from None
-    finally:
-        loader.dispose()
+# ----------------------------------------------------------------------------- problems
 
 
 class _Problems:
     """Collects one-line problems; `raise_if_any` raises them as one SpecError."""
 
-    def __init__(self, lines: _Lines):
+    def __init__(self, lines: yamlsafe.Lines):
         self.lines = lines
         self.items: list[str] = []
 
@@ -387,6 +240,10 @@ def _one_line(msg: str) -> str:
     return line if len(line) <= 600 else line[:597] + "..."
 
 
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0]
+
+
 def _short(v: Any) -> str:
     r = repr(v)
     return r if len(r) <= 80 else r[:77] + "..."
@@ -403,31 +260,23 @@ def _close(word: str, options: list[str]) -> str:
 def load_spec(path: str | os.PathLike) -> SweepSpec:
     """Read and validate a sweep YAML file (raises SpecError listing every problem)."""
     path = os.fspath(path)
-    return parse_spec(_read_text(path), path)
+    return _validate(*yamlsafe.read(path, SPEC), path)
 
 
 def parse_spec(text: str | bytes, path: str = "<spec>") -> SweepSpec:
     """Validate a sweep spec given as YAML text."""
     if isinstance(text, bytes):
-        text = _decode(text, path)
-    if len(text.encode("utf-8", "surrogatepass")) > LIMITS["spec_bytes"]:
-        raise _fail(path, None, "(file)", f"larger than {LIMITS['spec_bytes']:,} bytes; a sweep "
-                                          "spec is a short YAML file")
-    node = _compose(text, path)
-    lines = _Lines(path, node)
+        text = yamlsafe.decode(text, path, SPEC)
+    return _validate(*yamlsafe.load(text, path, SPEC), path)
+
+
+def _validate(data: Any, lines: yamlsafe.Lines, path: str) -> SweepSpec:
+    """The spec from its YAML values, every problem reported at its line."""
     p = _Problems(lines)
-    for key, line in lines.bad_keys:
-        p.items.append(f"{path}:{line}: {'.'.join(map(str, key)) or '(top level)'}: a key must "
-                       "be a plain name, not a list or mapping")
-    p.raise_if_any()
-    data = _construct(node, path) if node is not None else None
-    for key, line in lines.dupes:
-        p.items.append(f"{path}:{line}: {'.'.join(map(str, key))}: duplicate key; give each "
-                       "key once")
+    p.items += lines.dupe_problems()
     if not isinstance(data, dict):
         p.add((), f"a sweep spec is a mapping with keys {', '.join(TOP_KEYS)}; got "
                   f"{type(data).__name__ if data is not None else 'an empty file'}")
-        p.raise_if_any()
     p.raise_if_any()
     for k in data:
         if k not in TOP_KEYS:
@@ -450,17 +299,21 @@ def parse_spec(text: str | bytes, path: str = "<spec>") -> SweepSpec:
     retries = data.get("retries", 2)
     if not _is_int(retries) or not 0 <= retries <= LIMITS["retries"]:
         p.add(("retries",), f"expected an int in 0..{LIMITS['retries']}, got {_short(retries)}")
+    capacity_study = data.get("capacity_study", False)
+    if not isinstance(capacity_study, bool):
+        p.add(("capacity_study",), f"expected true or false, got {_short(capacity_study)}")
     base = _base_config(data.get("config", {}), p)
-    axes, values, ykeys = _axes(data.get("axes"), data.get("zip"), p)
+    axes = _axes(data.get("axes"), data.get("zip"), p)
     search = _search(data.get("search"), p)
     if search is not None and axes:
         p.add(("search",), "a search samples configs itself; move the axes into search.space "
                            "(as choice) or into config")
-    _check_size(axes, values, seeds, search, p)
+    _check_size(axes, seeds, search, p)
     p.raise_if_any()
 
     overrides: dict[str, Any] = {"seeds": seeds}
-    config_keys = _flat_keys(data.get("config") or {})
+    config = data.get("config")
+    config_keys = {k for k, _, _ in _config_entries(config)} if isinstance(config, dict) else ()
     for key, value in (("steps", steps), ("eval_every", eval_every)):
         if value is None:
             continue
@@ -474,15 +327,15 @@ def parse_spec(text: str | bytes, path: str = "<spec>") -> SweepSpec:
         p.add(("config",), str(exc))
         p.raise_if_any()
     _check_names(base, axes, p)
-    _check_axis_values(base, axes, values, ykeys, p)
-    _check_ops(base, axes, values, ykeys, p)
+    _check_axis_values(base, axes, p)
+    _check_ops(base, axes, p)
     if search is not None:
         _check_search_space(base, search, p)
     p.raise_if_any()
     return SweepSpec(
-        path=path, name=name, out=out, base=base, axes=axes, values=values, seeds=seeds,
-        cpu=cpu, gpu=gpu, concurrency=concurrency, retries=retries, search=search,
-        description=str(desc or ""),
+        path=path, name=name, out=out, base=base, axes=axes, seeds=seeds, cpu=cpu, gpu=gpu,
+        concurrency=concurrency, retries=retries, search=search, description=str(desc or ""),
+        capacity_study=capacity_study,
     )
 
 
@@ -517,13 +370,13 @@ def _out(data: dict, p: _Problems) -> str:
     return out
 
 
-def _check_size(axes: list, values: list, seeds: list[int], search: SearchSpec | None,
+def _check_size(axes: tuple[Axis, ...], seeds: list[int], search: SearchSpec | None,
                 p: _Problems) -> None:
     """Grid points and seed-runs within LIMITS, counted from the axis lengths."""
-    n = search.num_samples if search is not None else math.prod(len(v) for v in values)
+    n = search.num_samples if search is not None else math.prod(len(ax) for ax in axes)
     if n > LIMITS["trials"]:
         key = ("search", "num_samples") if search is not None else (("axes",) if any(
-            len(k) == 1 for k in axes) else ("zip",))
+            ax.where[0][0] == "axes" for ax in axes) else ("zip",))
         what = "samples" if search is not None else "configs"
         p.add(key, f"the sweep has {n:,} {what}; at most {LIMITS['trials']:,} per sweep (shrink "
                    "an axis or split the sweep)")
@@ -595,18 +448,17 @@ def _resources(v: Any, p: _Problems) -> tuple[float, float]:
     return float(cpu), float(gpu)
 
 
-def _flat_keys(d: Any, prefix: str = "") -> list[str]:
-    """Dotted keys of a (possibly nested) config mapping."""
-    if not isinstance(d, dict):
-        return []
-    out = []
-    for k, v in d.items():
+def _config_entries(v: dict) -> list[tuple[str, tuple[Any, ...], Any]]:
+    """(dotted key, YAML key path, value) of each setting of a config mapping, nested or
+    dotted."""
+    entries: list[tuple[str, tuple[Any, ...], Any]] = []
+    for k, val in v.items():
         k = str(k)
-        if not prefix and k in SECTIONS and isinstance(v, dict):
-            out += _flat_keys(v, k + ".")
+        if k in SECTIONS and isinstance(val, dict):
+            entries += [(f"{k}.{kk}", ("config", k, kk), vv) for kk, vv in val.items()]
         else:
-            out.append(prefix + k)
-    return out
+            entries.append((k, ("config", k), val))
+    return entries
 
 
 def _key_problem(key: str) -> str | None:
@@ -628,15 +480,8 @@ def _base_config(v: Any, p: _Problems) -> TrialConfig:
     if not isinstance(v, dict):
         p.add(("config",), f"expected a mapping of config keys, got {v!r}")
         return TrialConfig()
-    entries: list[tuple[str, tuple, Any]] = []  # (dotted key, YAML key path, value)
-    for k, val in v.items():
-        k = str(k)
-        if k in SECTIONS and isinstance(val, dict):
-            entries += [(f"{k}.{kk}", ("config", k, kk), vv) for kk, vv in val.items()]
-        else:
-            entries.append((k, ("config", k), val))
     ok: dict[str, Any] = {}
-    for key, yaml_key, value in entries:
+    for key, yaml_key, value in _config_entries(v):
         if key == "seeds":
             p.add(yaml_key, "set seeds at the top level of the spec, not in config")
             continue
@@ -647,7 +492,7 @@ def _base_config(v: Any, p: _Problems) -> TrialConfig:
         try:
             TrialConfig().with_overrides({key: value})
         except ConfigError as exc:
-            p.add(yaml_key, _strip_key(str(exc)))
+            p.add(yaml_key, _first_line(exc))
             continue
         ok[key] = value
     try:
@@ -657,17 +502,9 @@ def _base_config(v: Any, p: _Problems) -> TrialConfig:
         return TrialConfig()
 
 
-def _strip_key(msg: str) -> str:
-    return msg.splitlines()[0]
-
-
-def _axes(
-    axes: Any, zips: Any, p: _Problems
-) -> tuple[list[tuple[str, ...]], list[list[tuple[Any, ...]]], list[list[tuple[Any, ...]]]]:
-    """(keys, values, YAML key path of each value) of every axis and zip block."""
-    keys: list[tuple[str, ...]] = []
-    values: list[list[tuple[Any, ...]]] = []
-    ykeys: list[list[tuple[Any, ...]]] = []
+def _axes(axes: Any, zips: Any, p: _Problems) -> tuple[Axis, ...]:
+    """Every `axes` key and every zip block as an Axis."""
+    out: list[Axis] = []
     seen: set[str] = set()
     if axes is not None:
         if not isinstance(axes, dict) or not axes:
@@ -675,17 +512,17 @@ def _axes(
                              "(leave it out for a single config)")
         else:
             for k, vals in axes.items():
-                if _axis_ok(("axes", str(k)), str(k), vals, p, seen):
-                    keys.append((str(k),))
-                    values.append([(x,) for x in vals])
-                    ykeys.append([("axes", str(k), j) for j in range(len(vals))])
+                k = str(k)
+                if _axis_ok(("axes", k), k, vals, p, seen):
+                    out.append(Axis((k,), tuple((x,) for x in vals),
+                                    tuple(("axes", k, j) for j in range(len(vals)))))
     if zips is not None:
         if isinstance(zips, dict):
             zips = [zips]
         if not isinstance(zips, list) or not zips:
             p.add(("zip",), "expected a list of mappings, each dotted key -> list "
                             "(all lists of one mapping the same length)")
-            return keys, values, ykeys
+            return tuple(out)
         for i, block in enumerate(zips):
             if not isinstance(block, dict) or not block:
                 p.add(("zip", i), "expected a mapping of dotted config key -> list, got "
@@ -700,15 +537,14 @@ def _axes(
                 sizes = ", ".join(f"{k}: {len(block[k])}" for k in block)
                 p.add(("zip", i), f"lists of a zip block must have equal lengths; got {sizes}")
                 continue
-            tuples = [tuple(t) for t in zip(*(block[k] for k in block), strict=True)]
-            if len({repr(t) for t in tuples}) != len(tuples):
+            rows = tuple(tuple(t) for t in zip(*(block[k] for k in block), strict=True))
+            if len({repr(t) for t in rows}) != len(rows):
                 p.add(("zip", i), "duplicate rows: two positions of this block give the same "
                                   "values")
                 continue
-            keys.append(tuple(good))
-            values.append(tuples)
-            ykeys.append([("zip", i, good[0], j) for j in range(len(tuples))])
-    return keys, values, ykeys
+            out.append(Axis(tuple(good), rows,
+                            tuple(("zip", i, good[0], j) for j in range(len(rows)))))
+    return tuple(out)
 
 
 def _axis_ok(ykey: tuple, key: str, vals: Any, p: _Problems, seen: set[str],
@@ -792,9 +628,9 @@ def _search(v: Any, p: _Problems) -> SearchSpec | None:
 # ----------------------------------------------------------------------------- semantic checks
 
 
-def _check_names(cfg: TrialConfig, axes: list[tuple[str, ...]], p: _Problems) -> None:
+def _check_names(cfg: TrialConfig, axes: tuple[Axis, ...], p: _Problems) -> None:
     """Unknown group or unavailable architecture in the fixed config (unless an axis sets it)."""
-    varied = {k for keys in axes for k in keys}
+    varied = {k for ax in axes for k in ax.keys}
     for key, why in (("group", group_problem(cfg.group)), ("arch", arch_problem(cfg.arch))):
         if why and key not in varied:
             p.add(("config", key), why)
@@ -802,88 +638,66 @@ def _check_names(cfg: TrialConfig, axes: list[tuple[str, ...]], p: _Problems) ->
 
 def group_problem(name: str) -> str | None:
     """Why `name` is not a group name the groups library accepts, or None (name grammar only)."""
-    from grokray.groups import parse
-
     try:
-        parse(name)
+        parse_group(name)
     except GrokrayError as exc:
-        return str(exc).splitlines()[0]
+        return _first_line(exc)
     return None
-
-
-def op_problem(group: str, op: str) -> str | None:
-    """Why the task `op` cannot be built on `group`, or None (names only, nothing is built)."""
-    from grokray.tasks import op_problem as task_op_problem
-
-    return task_op_problem(group, op)
 
 
 def arch_problem(arch: str) -> str | None:
     """Why `arch` is not a registered model family (grokray.models.registry), or None."""
-    from grokray.models.registry import families
-
     have = families()
     if arch in have:
         return None
     return f"architecture {arch!r} is not available in this build; available: {', '.join(have)}"
 
 
-def _check_axis_values(base: TrialConfig, axes: list[tuple[str, ...]],
-                       values: list[list[tuple[Any, ...]]], ykeys: list[list[tuple[Any, ...]]],
-                       p: _Problems) -> None:
+def _check_axis_values(base: TrialConfig, axes: tuple[Axis, ...], p: _Problems) -> None:
     """Each axis value on its own (coercion, choices, groups, archs), and no two values of one
     axis that are one value spelled twice. Costs the sum of the axis lengths, not their
     product."""
-    for keys, vals, yks in zip(axes, values, ykeys, strict=True):
+    for ax in axes:
         seen: dict[str, Any] = {}
-        for tup, ykey in zip(vals, yks, strict=True):
-            shown = tup if len(tup) > 1 else tup[0]
-            ov = dict(zip(keys, tup, strict=True))
+        for row, ykey in zip(ax.rows, ax.where, strict=True):
+            shown = ax.shown(row)
             try:
-                cfg = base.with_overrides(ov)
+                cfg = base.with_overrides(dict(zip(ax.keys, row, strict=True)))
             except ConfigError as exc:
-                p.add(ykey, f"value {_short(shown)}: {_strip_key(str(exc))}")
+                p.add(ykey, f"value {_short(shown)}: {_first_line(exc)}")
                 continue
-            bad = False
-            for k in ("group", "arch"):
-                if k in keys:
-                    why = group_problem(cfg.group) if k == "group" else arch_problem(cfg.arch)
-                    if why:
-                        p.add(ykey, why)
-                        bad = True
-            if bad:
+            checks = (("group", group_problem), ("arch", arch_problem))
+            whys = [w for k, check in checks if k in ax.keys and (w := check(get_key(cfg, k)))]
+            for why in whys:
+                p.add(ykey, why)
+            if whys:
                 continue
             # the values as the config holds them (coerced, canonical names): two spellings of
             # one value are one; a value without effect for *this* base (forge.* on an MLP) is
             # not flagged, since another axis may change what reads it
-            sig = repr(tuple(get_key(cfg, k) for k in keys))
+            sig = repr(tuple(get_key(cfg, k) for k in ax.keys))
             if sig in seen:
                 p.add(ykey, f"value {_short(shown)} gives the same config as {_short(seen[sig])} "
                             "(the same value spelled two ways); give it once")
             seen[sig] = shown
 
 
-def _check_ops(base: TrialConfig, axes: list[tuple[str, ...]],
-               values: list[list[tuple[Any, ...]]], ykeys: list[list[tuple[Any, ...]]],
-               p: _Problems) -> None:
+def _check_ops(base: TrialConfig, axes: tuple[Axis, ...], p: _Problems) -> None:
     """Every (group, op) the sweep can produce is a task that exists (Z6 has no `div`)."""
 
-    def where(key: str) -> tuple[int | None, int]:
-        for i, keys in enumerate(axes):
-            if key in keys:
-                return i, keys.index(key)
-        return None, 0
+    def setting(key: str) -> tuple[Axis | None, list[tuple[str, tuple[Any, ...]]]]:
+        """The axis that sets `key` (or None) and its (value, YAML path) per row."""
+        for ax in axes:
+            i = ax.index(key)
+            if i is not None:
+                return ax, [(str(row[i]), y) for row, y in zip(ax.rows, ax.where, strict=True)]
+        return None, [(getattr(base, key), ("config", key))]
 
-    (gi, gj), (oi, oj) = where("group"), where("op")
-    pairs: list[tuple[str, str, tuple[Any, ...]]] = []
-    if gi is not None and gi == oi:  # one zip block: its rows
-        pairs = [(str(t[gj]), str(t[oj]), y) for t, y in zip(values[gi], ykeys[gi], strict=True)]
-    else:
-        groups = [(str(t[gj]), y) for t, y in zip(values[gi], ykeys[gi], strict=True)] \
-            if gi is not None else [(base.group, ("config", "group"))]
-        ops = [(str(t[oj]), y) for t, y in zip(values[oi], ykeys[oi], strict=True)] \
-            if oi is not None else [(base.op, ("config", "op"))]
-        pairs = [(g, o, oy if oi is not None else (gy if gi is not None else ("config", "op")))
+    (gax, groups), (oax, ops) = setting("group"), setting("op")
+    if gax is not None and gax is oax:  # one zip block: its rows
+        pairs = [(g, o, y) for (g, y), (o, _) in zip(groups, ops, strict=True)]
+    else:  # a problem is reported at the op's value, else the group's, else config.op
+        pairs = [(g, o, oy if oax is not None else (gy if gax is not None else ("config", "op")))
                  for g, gy in groups for o, oy in ops]
     told: set[str] = set()
     for g, o, ykey in pairs[:100_000]:
@@ -896,20 +710,16 @@ def _check_ops(base: TrialConfig, axes: list[tuple[str, ...]],
 
 
 def _check_search_space(base: TrialConfig, search: SearchSpec, p: _Problems) -> None:
+    """A few probes of each distribution give a valid config and task (see `probes`)."""
     for k, dist in search.space.items():
         for v in dist.probes():
             try:
                 cfg = base.with_overrides({k: v})
             except ConfigError as exc:
-                p.add(("search", "space", k), f"value {_short(v)}: {_strip_key(str(exc))}")
+                p.add(("search", "space", k), f"value {_short(v)}: {_first_line(exc)}")
                 break
             why = group_problem(cfg.group) if k == "group" else None
             why = why or (op_problem(cfg.group, cfg.op) if k in ("group", "op") else None)
             if why:
                 p.add(("search", "space", k), f"value {_short(v)}: {why}")
                 break
-
-
-def axis_label(keys: tuple[str, ...]) -> str:
-    """Printable name of an axis (a zip block's keys joined by '+')."""
-    return "+".join(keys)

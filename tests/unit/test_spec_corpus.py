@@ -11,7 +11,8 @@ import pytest
 
 from grokray.cli import main as cli_main
 from grokray.errors import SpecError
-from grokray.sweep.spec import LIMITS, load_spec, parse_spec
+from grokray.sweep.spec import load_spec, parse_spec
+from grokray.yamlsafe import LIMITS
 
 OK = "name: t\nconfig: {group: Z5, arch: mlp}\nsteps: 10\n"
 
@@ -64,6 +65,9 @@ CORPUS: list[tuple[str | bytes, str, str]] = [
     ("name: t\nconcurrency: 10000000\n", "concurrency", "expected an int in"),
     ("name: t\nretries: 1000\n", "retries", "expected an int in 0..100"),
     ("name: t\nretries: yes\n", "retries", "expected an int in 0..100"),
+    ("name: t\ncapacity_study: 1\n", "capacity_study", "expected true or false, got 1"),
+    ("name: t\ncapacity_study: maybe\n", "capacity_study", "expected true or false"),
+    ("name: t\ncapacity_study: ~\n", "capacity_study", "expected true or false, got None"),
     ("name: t\ndescription: [a]\n", "description", "expected free text"),
     # the grid
     ("name: t\naxes:\n  optim.lr: [" + ", ".join(f"{i}.0e-5" for i in range(1, 501)) + "]\n"
@@ -177,7 +181,7 @@ def test_malformed_spec(text, key, fragment, tmp_path, capsys):
 
 def test_huge_file_is_refused_unread(tmp_path):
     path = tmp_path / "big.yaml"
-    path.write_text("name: t\n" + "# " + "x" * LIMITS["spec_bytes"] + "\n")
+    path.write_text("name: t\n" + "# " + "x" * LIMITS["bytes"] + "\n")
     with pytest.raises(SpecError, match=r"big.yaml: \(file\): larger than 1,048,576 bytes"):
         load_spec(path)
 
@@ -198,8 +202,7 @@ def test_every_problem_has_its_line(tmp_path):
 
 
 def test_a_valid_alias_is_fine():
-    spec = parse_spec("name: t\ncommon: &m {d: 8}\n" if False else
-                      "name: t\nconfig:\n  model: &m {d: 8}\n  transformer: {d_model: 16}\n"
+    spec = parse_spec("name: t\nconfig:\n  model: &m {d: 8}\n  transformer: {d_model: 16}\n"
                       "axes:\n  group: [Z5, S3]\n")
     assert [c.model.d for c in spec.trials()] == [8, 8]
 
@@ -276,3 +279,25 @@ def test_seed_steps_with_a_steps_axis():
                       "  steps: [10, 20]\n  model.d: [8, 16]\n")
     assert spec.seed_steps() == 3 * 2 * (10 + 20)
     assert spec.seed_steps() == sum(len(c.seeds) * c.steps for c in spec.trials())
+
+
+def test_capacity_study_is_a_flag_outside_every_identity():
+    text = "name: s\nconfig: {group: Z5}\naxes:\n  arch: [mlp, forge]\n"
+    plain, study = parse_spec(text), parse_spec(text + "capacity_study: true\n")
+    assert plain.capacity_study is False and study.capacity_study is True
+    assert parse_spec(text + "capacity_study: false\n").capacity_study is False
+    assert [c.config_hash() for c in study.trials()] == [c.config_hash() for c in plain.trials()]
+
+
+def test_axes_hold_keys_rows_and_their_yaml_paths():
+    spec = parse_spec("name: s\nconfig: {group: Z5}\naxes:\n  model.d: [8, 16]\n"
+                      "zip:\n  - {optim.lr: [0.1, 0.2, 0.3], model.rank: [4, 8, 16]}\n")
+    d, block = spec.axes
+    assert (d.keys, d.rows, d.where) == (("model.d",), ((8,), (16,)),
+                                          (("axes", "model.d", 0), ("axes", "model.d", 1)))
+    assert block.keys == ("optim.lr", "model.rank") and block.label == "optim.lr+model.rank"
+    assert block.rows[2] == (0.3, 16) and block.where[2] == ("zip", 0, "optim.lr", 2)
+    assert len(block) == 3 and block.index("model.rank") == 1 and block.index("arch") is None
+    assert [d.shown(r) for r in d.rows] == [8, 16] and block.shown(block.rows[0]) == (0.1, 4)
+    assert spec.n_points == 6 and spec.swept_keys == ["model.d", "optim.lr", "model.rank"]
+    assert list(spec.points())[-1] == {"model.d": 16, "optim.lr": 0.3, "model.rank": 16}
