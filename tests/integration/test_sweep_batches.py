@@ -1,4 +1,4 @@
-"""Tiny configs share Tune trials (backend.tiny_batches) on a real embedded Ray: every config is
+"""Tiny configs share Tune trials (batching.tiny_batches) on a real embedded Ray: every config is
 written exactly once with its own result, and a raising config fails alone."""
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ pytestmark = pytest.mark.usefixtures("ray_session")
 
 
 def test_batched_tiny_trials_write_each_config_once(tmp_path):
-    from grokray.sweep.backend import RayBackend, tiny_batches
+    from grokray.sweep.batching import tiny_batches
     from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.session import RaySession
     from grokray.sweep.spec import load_spec
+    from grokray.sweep.tune_executor import TuneExecutor
 
     groups = ("Z5", "S3", "Z4", "Z3", "Z6", "Z7")
     spec = load_spec(helpers.tiny_spec(tmp_path, groups=groups, concurrency=1))
@@ -37,9 +39,10 @@ def test_batched_tiny_trials_write_each_config_once(tmp_path):
         def finished(self, outcome, result):
             pass
 
-    backend = RayBackend(name="batches", storage_path=str(tmp_path / "ray"), concurrency=1,
-                         retries=0, trial_fn=helpers.synthetic)
-    run_plan(plan, backend, Display())
+    with RaySession() as session:
+        executor = TuneExecutor(session, name="batches", storage_path=str(tmp_path / "ray"),
+                                concurrency=1, retries=0, trial_fn=helpers.synthetic)
+        run_plan(plan, executor, Display())
     trials = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out" / "tiny" / "trials")
                        .glob("*.parquet"))
     assert len(trials) == 24 and trials.groupby(["config_hash", "seed"]).size().max() == 1
