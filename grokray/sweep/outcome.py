@@ -26,7 +26,7 @@ class Outcome:
     error: str | None = None
     """one-line error text when `result` is None"""
     node_id: str | None = None
-    """Ray node id it ran on ("local" for the in-process backend)"""
+    """Ray node id it ran on ("local" for the in-process executor)"""
     wall_s: float = 0.0
     """seconds from start to end of trial_fn"""
     cpu_s: float = 0.0

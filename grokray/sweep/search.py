@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-# search metric -> its natural mode (the trial-level summaries the backend reports)
+# search metric -> its natural mode (the trial-level summaries a Tune trial reports)
 SEARCH_METRICS = {
     "final_val_acc": "max", "grok_rate": "max", "grok_step": "min", "final_val_loss": "min",
 }

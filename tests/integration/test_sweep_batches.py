@@ -4,7 +4,6 @@ its worker fails alone too."""
 
 from __future__ import annotations
 
-import os
 import sys
 
 import pandas as pd
@@ -59,12 +58,6 @@ def test_batched_tiny_trials_write_each_config_once(tmp_path):
         assert row["group"] in groups and row["arch"] in ("mlp", "forge")
 
 
-def _dies_on_z4(cfg):
-    if cfg.group == "Z4":
-        os._exit(1)  # the Tune trial's worker process dies mid-batch
-    return helpers.synthetic(cfg)
-
-
 def test_a_tune_batch_whose_worker_dies_runs_split_so_only_the_culprit_fails(tmp_path):
     """Eight tiny configs in two Tune trials of four; the Z4 one kills its worker every time. Its
     batch-mates are written grokked (the batch ran again as one-config trials), Z4 fails named
@@ -74,30 +67,13 @@ def test_a_tune_batch_whose_worker_dies_runs_split_so_only_the_culprit_fails(tmp
     from grokray.sweep.session import RaySession
     from grokray.sweep.tune_executor import TuneExecutor
 
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     base = {"group": "Z5", "arch": "mlp", "steps": 30, "seeds": [0, 1], "train_frac": 0.6}
     cfgs = [TrialConfig.from_dict({**base, "optim.lr": 1e-3 * (1 + i)}) for i in range(7)]
     cfgs.append(TrialConfig.from_dict({**base, "group": "Z4"}))
     assert tiny_batches(cfgs, slots=1) == [[0, 1, 2, 3], [4, 5, 6, 7]]  # Z4 with 4, 5, 6
 
-    class Sink:
-        def __init__(self):
-            self.outcomes = []
-
-        def started(self, config):
-            pass
-
-        def finished(self, outcome):
-            self.outcomes.append(outcome)
-
-    sink = Sink()
+    sink = helpers.Recorder()
     with RaySession() as session:
         TuneExecutor(session, name="split", storage_path=str(tmp_path / "ray"), concurrency=1,
-                     retries=1, trial_fn=_dies_on_z4).run(cfgs, sink)
-    by = {o.config.config_hash(): o for o in sink.outcomes}
-    assert len(sink.outcomes) == 8 and len(by) == 8  # each config finished exactly once
-    for c in cfgs[:7]:
-        assert by[c.config_hash()].error is None
-        assert [s.status for s in by[c.config_hash()].result.seeds] == ["grokked"] * 2
-    lost = by[cfgs[7].config_hash()]
-    assert lost.result is None and lost.error.startswith("lost after 2 tries: "), lost.error
+                     retries=1, trial_fn=helpers.dies_on_z4).run(cfgs, sink)
+    helpers.assert_only_the_culprit_failed(sink.outcomes, cfgs[:7], cfgs[7], tries=2)

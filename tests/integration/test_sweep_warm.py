@@ -125,31 +125,12 @@ def test_a_tune_search_after_a_warm_sweep_gets_the_cpus(tmp_path):
         assert session.warm.pids() == []
 
 
-class _Recorder:
-    """A sink that keeps what the executor reports."""
-
-    def __init__(self):
-        self.began, self.outcomes = [], []
-
-    def started(self, config):  # noqa: D102 - the Sink protocol
-        self.began.append(config)
-
-    def finished(self, outcome):  # noqa: D102
-        self.outcomes.append(outcome)
-
-
 def _cfg(**over):
     from grokray.config import TrialConfig
 
     base = {"group": "Z5", "arch": "mlp", "steps": 30, "eval_every": 10, "seeds": [0, 1],
             "device": "cpu", "train_frac": 0.6, "model.d": 8, "model.hidden": 16}
     return TrialConfig.from_dict({**base, **over})
-
-
-def _always_dies_on_z4(cfg):
-    if cfg.group == "Z4":
-        os._exit(1)
-    return helpers.synthetic(cfg)
 
 
 def test_a_batch_whose_worker_dies_runs_split_so_only_the_culprit_fails(tmp_path):
@@ -159,17 +140,11 @@ def test_a_batch_whose_worker_dies_runs_split_so_only_the_culprit_fails(tmp_path
 
     cfgs = [_cfg(**{"optim.lr": 1e-3 * (1 + i)}) for i in range(3)] + [_cfg(group="Z4")]
     order = [3, 0, 1, 2]  # the culprit first: the others never ran when the worker died
-    sink = _Recorder()
+    sink = helpers.Recorder()
     with RaySession() as session:
-        _executor(session, _always_dies_on_z4, retries=1, concurrency=1).run_batches(
+        _executor(session, helpers.dies_on_z4, retries=1, concurrency=1).run_batches(
             [[cfgs[i] for i in order]], sink)
-    by = {o.config.config_hash(): o for o in sink.outcomes}
-    assert len(sink.outcomes) == 4 and len(by) == 4  # each config finished exactly once
-    for c in cfgs[:3]:
-        assert by[c.config_hash()].error is None
-        assert [s.status for s in by[c.config_hash()].result.seeds] == ["grokked"] * 2
-    lost = by[cfgs[3].config_hash()]
-    assert lost.result is None and lost.error.startswith("lost after 2 tries: ")
+    helpers.assert_only_the_culprit_failed(sink.outcomes, cfgs[:3], cfgs[3], tries=2)
 
 
 def test_a_warm_worker_gives_a_trial_the_numbers_a_fresh_one_does(tmp_path):
@@ -185,7 +160,7 @@ def test_a_warm_worker_gives_a_trial_the_numbers_a_fresh_one_does(tmp_path):
     results, pids = [], []
     for cfgs in ([x], [y, x]):
         with RaySession() as session:  # fresh workers
-            sink = _Recorder()
+            sink = helpers.Recorder()
             _executor(session, None, retries=0, concurrency=1).run_batches([cfgs], sink)
             pids.append(session.warm.pids())
         assert all(o.error is None for o in sink.outcomes), [o.error for o in sink.outcomes]
