@@ -7,7 +7,7 @@
 
 Both sides run the same `run_trial` calls on tiny configs (Z5, MLP, a few steps) and write the
 same Parquet files. The reference runs them in a loop in this process; the sweep runs them
-through `grokray.sweep` (plan, the backend `grokray sweep` gets on an embedded Ray: warm trial
+through `grokray.sweep` (plan, the executor `grokray sweep` gets on an embedded Ray: warm trial
 workers, or Ray Tune with --tune; the one writer). Two sweeps of the same trials run in one Ray
 session, as the sweeps of `grokray reproduce` do: the first starts its worker processes, the
 second finds them warm (on Tune every sweep starts its own). Printed for each: its wall time
@@ -16,7 +16,7 @@ grokray; Tune's set-up), the trials (first trial start to last trial end, in the
 the time after the last trial (the last Parquet writes, Tune's clean-up); overhead per trial
 and per seed, with and without `ray.init` (once per Ray session); with --marginal the cost of
 one more trial (sweeps of N and 2N trials, both warm), which excludes every fixed cost; with
---compare-batching, sweeps with tiny configs batched (the default, backend.tiny_batches) and
+--compare-batching, sweeps with tiny configs batched (the default, batching.tiny_batches) and
 with one config per call alternate in the same Ray session (twice each), so load hits both
 alike. Overhead = sweep wall time - reference wall time (trials 2 at a time on 2 CPUs against
 one at a time in the reference, so it can come out negative).
@@ -171,21 +171,26 @@ def reference(spec, out: str, trial_fn) -> float:
     return dt
 
 
-def sweep(spec, num_cpus: int, trial_fn, tune: bool = False) -> float:
-    """One sweep of `spec` with the backend `grokray reproduce` gives each of its sweeps (warm
+def sweep(spec, session, trial_fn, tune: bool = False) -> float:
+    """One sweep of `spec` with the executor `grokray reproduce` gives each of its sweeps (warm
     workers kept for the Ray session), or on Ray Tune (`tune`). Sets sweep.cpu, .by_kind and
     .parts (seconds to the first trial, of trials, after the last trial)."""
-    from grokray.sweep.backend import RayBackend
     from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.tune_executor import TuneExecutor
+    from grokray.sweep.warm_executor import WarmExecutor
 
     plan = make_plan(spec)
-    backend = RayBackend(name=f"bench-{plan.run_id}", storage_path=spec.sweep_dir + "/_ray",
-                         concurrency=spec.concurrency, retries=0, num_cpus=num_cpus,
-                         trial_fn=trial_fn, warm=not tune, keep_warm=True)
+    if tune:
+        executor = TuneExecutor(session, name=f"bench-{plan.run_id}",
+                                storage_path=spec.sweep_dir + "/_ray",
+                                concurrency=spec.concurrency, retries=0, trial_fn=trial_fn)
+    else:
+        executor = WarmExecutor(session, concurrency=spec.concurrency, retries=0,
+                                trial_fn=trial_fn)
     trial_fn.clear()
     with TreeCPU() as cpu:
         t0, w0 = time.perf_counter(), time.time()
-        writer = run_plan(plan, backend)
+        writer = run_plan(plan, executor)
         dt = time.perf_counter() - t0
     first, last = trial_fn.span()
     sweep.cpu, sweep.by_kind = cpu.seconds, cpu.by_kind
@@ -228,7 +233,7 @@ def main() -> None:
 
     import ray
 
-    from grokray.sweep.backend import RayBackend
+    from grokray.sweep.session import RaySession
     from grokray.sweep.spec import parse_spec
 
     root = tempfile.mkdtemp(prefix="bench_sweep_")
@@ -254,61 +259,58 @@ def main() -> None:
         c_ref = reference.cpu
 
         t0 = time.perf_counter()
-        session = RayBackend(name="init", storage_path=root, num_cpus=args.num_cpus)
-        session.connect()
-        t_init = time.perf_counter() - t0
-        runs = []
-        for k in range(2):
-            t = sweep(spec_of(n, f"n{k}"), args.num_cpus, fn, args.tune)
-            runs.append((t, sweep.cpu, sweep.parts, sweep.by_kind))
+        with RaySession(num_cpus=args.num_cpus) as session:  # one Ray for every sweep
+            t_init = time.perf_counter() - t0
+            runs = []
+            for k in range(2):
+                t = sweep(spec_of(n, f"n{k}"), session, fn, args.tune)
+                runs.append((t, sweep.cpu, sweep.parts, sweep.by_kind))
 
-        kind = "trivial trials" if args.trivial else f"run_trial, {args.steps} steps each"
-        how = "Ray Tune" if args.tune else "warm workers"
-        print(f"{n} trials x {s} seeds ({kind}), {args.concurrency} at a time "
-              f"on {args.num_cpus} CPUs, {how} (ray {ray.__version__})")
-        print(f"  load average          {load0:.1f} at the start, {os.getloadavg()[0]:.1f} "
-              "at the end (1 min)")
-        print(f"  in one process        {t_ref:7.2f} s  ({t_ref / n:.3f} s per trial), "
-              f"CPU {c_ref:.2f} s")
-        print(f"  ray.init              {t_init:7.2f} s  (once per Ray session)")
-        for label, (t, c, parts, by_kind) in zip(
-                ("first sweep (cold)", "second sweep (session)"), runs, strict=True):
-            report(label, n, s, t, t_ref, t_init, c, c_ref, parts, by_kind)
-        t_sweep, c_sweep = runs[1][0], runs[1][1]
-        if args.compare_batching:
-            import grokray.sweep.backend as backend
+            kind = "trivial trials" if args.trivial else f"run_trial, {args.steps} steps each"
+            how = "Ray Tune" if args.tune else "warm workers"
+            print(f"{n} trials x {s} seeds ({kind}), {args.concurrency} at a time "
+                  f"on {args.num_cpus} CPUs, {how} (ray {ray.__version__})")
+            print(f"  load average          {load0:.1f} at the start, {os.getloadavg()[0]:.1f} "
+                  "at the end (1 min)")
+            print(f"  in one process        {t_ref:7.2f} s  ({t_ref / n:.3f} s per trial), "
+                  f"CPU {c_ref:.2f} s")
+            print(f"  ray.init              {t_init:7.2f} s  (once per Ray session)")
+            for label, (t, c, parts, by_kind) in zip(
+                    ("first sweep (cold)", "second sweep (session)"), runs, strict=True):
+                report(label, n, s, t, t_ref, t_init, c, c_ref, parts, by_kind)
+            t_sweep, c_sweep = runs[1][0], runs[1][1]
+            if args.compare_batching:
+                import grokray.sweep.batching as batching
 
-            best: dict[str, float] = {}
-            best_cpu: dict[str, float] = {}
-            for r in range(2):
-                for mode in ("batched", "one per call"):
-                    keep = backend.MAX_BATCH
-                    backend.MAX_BATCH = keep if mode == "batched" else 1
-                    try:
-                        t = sweep(spec_of(n, f"c{r}{mode[0]}"), args.num_cpus, fn, args.tune)
-                    finally:
-                        backend.MAX_BATCH = keep
-                    best[mode] = min(best.get(mode, t), t)
-                    best_cpu[mode] = min(best_cpu.get(mode, sweep.cpu), sweep.cpu)
-            for mode, t in best.items():
-                print(f"  {mode:14s} sweep {t:7.2f} s, overhead per trial "
-                      f"{(t - t_ref) / n:7.3f} s, CPU {(best_cpu[mode] - c_ref) / n:.3f} s "
-                      f"(best of 2; load {os.getloadavg()[0]:.1f})")
-        if args.marginal:
-            spec2 = spec_of(2 * n, "n2")
-            t_ref2 = reference(spec2, os.path.join(root, "ref2"), fn)
-            c_ref2 = reference.cpu
-            t_sweep2 = sweep(spec2, args.num_cpus, fn, args.tune)
-            c_sweep2 = sweep.cpu
-            marg = ((t_sweep2 - t_sweep) - (t_ref2 - t_ref)) / n
-            marg_cpu = ((c_sweep2 - c_sweep) - (c_ref2 - c_ref)) / n
-            print(f"  {2 * n} trials: in one process {t_ref2:.2f} s, sweep {t_sweep2:.2f} s "
-                  f"(against the second sweep of {n})")
-            print(f"  marginal overhead     {marg:7.3f} s per trial, {marg / s:.3f} s per seed "
-                  f"(no fixed costs); CPU {marg_cpu:.3f} s per trial; load "
-                  f"{os.getloadavg()[0]:.1f}")
-        session.shutdown()
-        ray.shutdown()
+                best: dict[str, float] = {}
+                best_cpu: dict[str, float] = {}
+                for r in range(2):
+                    for mode in ("batched", "one per call"):
+                        keep = batching.MAX_BATCH
+                        batching.MAX_BATCH = keep if mode == "batched" else 1
+                        try:
+                            t = sweep(spec_of(n, f"c{r}{mode[0]}"), session, fn, args.tune)
+                        finally:
+                            batching.MAX_BATCH = keep
+                        best[mode] = min(best.get(mode, t), t)
+                        best_cpu[mode] = min(best_cpu.get(mode, sweep.cpu), sweep.cpu)
+                for mode, t in best.items():
+                    print(f"  {mode:14s} sweep {t:7.2f} s, overhead per trial "
+                          f"{(t - t_ref) / n:7.3f} s, CPU {(best_cpu[mode] - c_ref) / n:.3f} s "
+                          f"(best of 2; load {os.getloadavg()[0]:.1f})")
+            if args.marginal:
+                spec2 = spec_of(2 * n, "n2")
+                t_ref2 = reference(spec2, os.path.join(root, "ref2"), fn)
+                c_ref2 = reference.cpu
+                t_sweep2 = sweep(spec2, session, fn, args.tune)
+                c_sweep2 = sweep.cpu
+                marg = ((t_sweep2 - t_sweep) - (t_ref2 - t_ref)) / n
+                marg_cpu = ((c_sweep2 - c_sweep) - (c_ref2 - c_ref)) / n
+                print(f"  {2 * n} trials: in one process {t_ref2:.2f} s, sweep {t_sweep2:.2f} s "
+                      f"(against the second sweep of {n})")
+                print(f"  marginal overhead     {marg:7.3f} s per trial, {marg / s:.3f} s "
+                      f"per seed (no fixed costs); CPU {marg_cpu:.3f} s per trial; load "
+                      f"{os.getloadavg()[0]:.1f}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

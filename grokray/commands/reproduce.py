@@ -18,6 +18,7 @@ DIR/reproduce_times.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -119,9 +120,7 @@ def main(args: argparse.Namespace) -> int:
     import dataclasses
 
     from analysis.ledger import repo_root
-    from grokray.commands.sweep import describe
     from grokray.errors import GrokrayError
-    from grokray.sweep.runner import make_plan
     from grokray.sweep.spec import load_spec
 
     if args.local and args.address:
@@ -147,82 +146,57 @@ def main(args: argparse.Namespace) -> int:
     timings: list[dict[str, Any]] = []
     stopped, code = "", 0
     from grokray.sweep.interrupt import on_signals
+    from grokray.sweep.session import RaySession
 
     signals = on_signals()
-    session = _session(specs[0], args) if specs else None
+    # one Ray for every sweep (joined or embedded), with its warm workers; none with --local
+    session = None if args.local or not specs else RaySession(args.address, args.num_cpus)
     try:
-        with signals:
-            if session is not None:
-                session.__enter__()  # one Ray for every sweep (joined or embedded)
+        with signals, session or contextlib.nullcontext():
             signals.install()  # after Ray's start, which sets handlers of its own
             for k, spec in enumerate(specs, 1):
                 progress.at(k, spec.name)
-                plan = make_plan(spec)
-                print(describe(plan), flush=True)
-                if not plan.n_todo_trials:
-                    print(f"sweep {spec.name}: nothing to run, every (config, seed) has a row",
-                          flush=True)
-                    continue
-                timings.append(_run_sweep(plan, args, progress, root))
+                rec = _run_sweep(spec, session, args, progress, root)
+                if rec is not None:
+                    timings.append(rec)
     except KeyboardInterrupt:  # the running sweep recorded itself; its finished trials are kept
         code = signals.exit_code
         stopped = (f"interrupted during {progress.name or 'the start'}: run the same command "
                    "to resume (finished trials are on disk)")
-    finally:
-        if session is not None:
-            session.__exit__(None, None, None)
     return _finish(args, timings, stopped, code)
 
 
-def _session(spec: Any, args: argparse.Namespace) -> Any:  # noqa: ANN401
-    """The Ray session every sweep shares (None with --local): entering it starts an embedded
-    Ray or joins --address; the sweeps' own backends then find Ray connected and leave it up,
-    with their warm trial workers (`grokray.sweep.pool`) for the next sweep; leaving the
-    session stops them."""
-    if args.local:
-        return None
-    from grokray.sweep.backend import make_backend
-
-    return make_backend(spec, "session", address=args.address, num_cpus=args.num_cpus)
-
-
-def _run_sweep(plan: Any, args: argparse.Namespace, progress: LedgerProgress,  # noqa: ANN401
-               root: Path) -> dict[str, Any]:
-    """Run one sweep's missing trials under its writer lock; its timing record."""
+def _run_sweep(spec: Any, session: Any, args: argparse.Namespace,  # noqa: ANN401
+               progress: LedgerProgress, root: Path) -> dict[str, Any] | None:
+    """Run one sweep's missing trials under its writer lock; its timing record (None when it
+    had nothing to run)."""
     from datetime import datetime, timezone
 
-    from grokray.sweep.backend import make_backend
-    from grokray.sweep.lock import WriterLock
-    from grokray.sweep.progress import Display
-    from grokray.sweep.runner import Writer, run_plan
+    from grokray.commands.sweep import command_line, describe, run_sweep, sweep_lock, sweep_writer
+    from grokray.sweep.runner import make_plan
 
-    spec = plan.spec
-    command = "grokray reproduce " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["reproduce"]
-                                               else sys.argv[1:])
-    rec: dict[str, Any] = {
-        "sweep": spec.name, "spec": str(Path(spec.path).resolve().relative_to(root))
-        if Path(spec.path).resolve().is_relative_to(root) else spec.path,
-        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "load_start": load_avg(), "trials_todo": plan.n_todo_trials,
-        **model_record(progress.estimates[progress.k - 1]),
-    }
-    t0 = time.perf_counter()
-    display = Display(plan.n_todo_trials, plan.todo_seed_steps, title=spec.name,
-                      live=False if args.plain else None, keys=spec.swept_keys,
-                      context=progress.line)
-    writer = Writer(plan, display)
-    try:
-        with WriterLock(spec.sweep_dir, command) as lock:
-            if lock.notice:
-                print(lock.notice, file=sys.stderr, flush=True)
-            backend = make_backend(spec, plan.run_id, local=args.local, address=args.address,
-                                   num_cpus=args.num_cpus, keep_warm=True)
-            with display, backend:
-                run_plan(plan, backend, display, writer)
-    except KeyboardInterrupt:
-        _record(rec, writer, time.perf_counter() - t0, interrupted=True)
-        _append_times(args.out, rec)
-        raise
+    with sweep_lock(spec.sweep_dir, command_line("reproduce")):
+        plan = make_plan(spec)
+        print(describe(plan), flush=True)
+        if not plan.n_todo_trials:
+            print(f"sweep {spec.name}: nothing to run, every (config, seed) has a row",
+                  flush=True)
+            return None
+        rec: dict[str, Any] = {
+            "sweep": spec.name, "spec": str(Path(spec.path).resolve().relative_to(root))
+            if Path(spec.path).resolve().is_relative_to(root) else spec.path,
+            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "load_start": load_avg(), "trials_todo": plan.n_todo_trials,
+            **model_record(progress.estimates[progress.k - 1]),
+        }
+        t0 = time.perf_counter()
+        writer = sweep_writer(plan, plain=args.plain, context=progress.line)
+        try:
+            run_sweep(plan, writer, session)
+        except KeyboardInterrupt:
+            _record(rec, writer, time.perf_counter() - t0, interrupted=True)
+            _append_times(args.out, rec)
+            raise
     _record(rec, writer, time.perf_counter() - t0, interrupted=False)
     _append_times(args.out, rec)
     failed = sum(o.error is not None for o in writer.outcomes)

@@ -1,9 +1,13 @@
-"""`grokray sweep SPEC`: run a sweep spec on Ray Tune (or in process), results to Parquet."""
+"""`grokray sweep SPEC`: run a sweep spec on Ray (or in process), results to Parquet; and the
+steps of running one sweep plan that `grokray reproduce` shares (`sweep_lock`, `sweep_writer`,
+`run_sweep`)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -152,14 +156,47 @@ def main(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(spec, args)
 
+    with sweep_lock(spec.sweep_dir, command_line("sweep")):
+        return _run(spec, args)
+
+
+def command_line(name: str) -> str:
+    """`grokray NAME ARGS...` as this process was called (the lock names its holder)."""
+    argv = sys.argv[2:] if sys.argv[1:2] == [name] else sys.argv[1:]
+    return f"grokray {name} " + " ".join(argv)
+
+
+@contextlib.contextmanager
+def sweep_lock(sweep_dir: str, command: str) -> Iterator[None]:
+    """Hold the sweep dir's writer lock (`WriterLock`); its take-over notice to stderr."""
     from grokray.sweep.lock import WriterLock
 
-    command = "grokray sweep " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["sweep"] else
-                                         sys.argv[1:])
-    with WriterLock(spec.sweep_dir, command) as lock:
+    with WriterLock(sweep_dir, command) as lock:
         if lock.notice:
             print(lock.notice, file=sys.stderr, flush=True)
-        return _run(spec, args)
+        yield
+
+
+def sweep_writer(plan, *, plain: bool, context=None):  # noqa: ANN001, ANN201 - lazy types
+    """The one writer of `plan`'s results, with its progress display (`context`: a callable
+    whose line goes under the progress, e.g. the ledger's)."""
+    from grokray.sweep.progress import Display
+    from grokray.sweep.runner import Writer
+
+    display = Display(plan.n_todo_trials, plan.todo_seed_steps, title=plan.spec.name,
+                      live=False if plain else None, keys=plan.spec.swept_keys, context=context)
+    return Writer(plan, display)
+
+
+def run_sweep(plan, writer, session) -> None:  # noqa: ANN001 - Plan, Writer, RaySession (lazy)
+    """Run one sweep plan's missing trials on the executor `session` gives (in process without
+    one), the progress display live, each finished trial written by `writer` as it ends (also
+    what came back before an interrupt). Call it holding the sweep's `sweep_lock`."""
+    from grokray.sweep.executor import make_executor
+    from grokray.sweep.runner import run_plan
+
+    with writer.display:
+        run_plan(plan, make_executor(plan.spec, plan.run_id, session), writer.display, writer)
 
 
 def _dry_run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
@@ -179,8 +216,8 @@ def _dry_run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
 
 def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     from grokray.sweep.interrupt import on_signals
-    from grokray.sweep.progress import Display
-    from grokray.sweep.runner import Writer, make_plan, run_plan, trials_written
+    from grokray.sweep.runner import make_plan, trials_written
+    from grokray.sweep.session import RaySession
 
     plan = make_plan(spec, rerun_failed=args.rerun_failed, force=args.force)
     print(describe(plan), flush=True)
@@ -188,23 +225,18 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
         print("nothing to run: every (config, seed) has a row", flush=True)
         return _summary(spec.sweep_dir) if args.summary else 0
 
-    from grokray.sweep.backend import make_backend
-
-    backend = make_backend(spec, plan.run_id, local=args.local, address=args.address,
-                           num_cpus=args.num_cpus)
-    display = Display(plan.n_todo_trials, plan.todo_seed_steps, title=spec.name,
-                      live=False if args.plain else None, keys=spec.swept_keys)
-    writer = Writer(plan, display)
+    session = None if args.local else RaySession(args.address, args.num_cpus)
+    writer = sweep_writer(plan, plain=args.plain)
     signals = on_signals()
     logs = ""
     try:
-        with signals, display, backend:
+        with signals, session or contextlib.nullcontext():
             signals.install()  # after Ray's start, which sets handlers of its own
             try:
-                run_plan(plan, backend, display, writer)
+                run_sweep(plan, writer, session)
             finally:
-                if not args.local:  # asked while still connected: Ray's temp dir may be anywhere
-                    logs = _ray_logs_dir()
+                if session is not None:  # asked while still connected: Ray's temp dir
+                    logs = session.logs_dir()
     except KeyboardInterrupt:  # Interrupted, or Ray's re-raise of it
         print(f"interrupted: {trials_written(plan)} trials written; run the same command to "
               "resume", file=sys.stderr, flush=True)
@@ -216,18 +248,6 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     if args.summary:
         _summary(spec.sweep_dir)
     return 0
-
-
-def _ray_logs_dir() -> str:
-    """This Ray session's log directory on this node (the head, for a job), or "" if unknown."""
-    import os
-
-    import ray
-
-    if not ray.is_initialized():
-        return ""
-    ctx = ray.get_runtime_context()
-    return os.path.join(ctx.get_temp_dir(), ctx.get_session_name(), "logs")
 
 
 def _summary(sweep_dir: str) -> int:

@@ -9,7 +9,8 @@ It may still arrive as a plain KeyboardInterrupt (Ray's core worker runs the han
 waits and re-raises its own), so the command catches KeyboardInterrupt and asks the context which
 signal came (`exit_code`: 128 + the signal number, 130 for SIGINT, 143 for SIGTERM), then prints
 `interrupted: N trials written; run the same command to resume`. Ray Tune's own SIGINT handler
-(which stops the experiment and prints a `Tuner.restore` hint) is disabled by the backend.
+(which stops the experiment and prints a `Tuner.restore` hint) is disabled by the Ray session
+(`session.TUNE_ENV`).
 """
 
 from __future__ import annotations

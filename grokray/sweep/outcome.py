@@ -1,11 +1,12 @@
-"""What one trial gives back (`Outcome`) and how a trial function is run (`execute`): shared by
-the backends (`grokray.sweep.backend`) and the warm workers (`grokray.sweep.pool`)."""
+"""What one trial gives back (`Outcome`), how a trial function is run (`execute`) and the
+trial-level metrics a search optimizes (`trial_summary`): shared by every executor."""
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ class Outcome:
     error: str | None = None
     """one-line error text when `result` is None"""
     node_id: str | None = None
-    """Ray node id it ran on ("local" for the in-process backend)"""
+    """Ray node id it ran on ("local" for the in-process executor)"""
     wall_s: float = 0.0
     """seconds from start to end of trial_fn"""
     cpu_s: float = 0.0
@@ -64,3 +65,43 @@ def one_line(exc: BaseException | str) -> str:
         text = str(exc).strip()
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return (lines[0] if lines else text)[:500]
+
+
+def trial_summary(rows: Sequence[dict[str, Any]], steps: int) -> dict[str, float]:
+    """Trial-level metrics over its seeds (what a search optimizes).
+
+    grok_rate: fraction of seeds grokked; grok_step: mean grok step, a seed that did not grok
+    counting as the step budget; final_val_acc, final_val_loss: means. NaN when nothing ran.
+    """
+    ok = [r for r in rows if r.get("status") != "failed"]
+    if not ok:
+        nan = float("nan")
+        return {"grok_rate": nan, "grok_step": nan, "final_val_acc": nan, "final_val_loss": nan}
+
+    def mean(xs: list[float]) -> float:
+        xs = [x for x in xs if x is not None and not isnan(x)]
+        return sum(xs) / len(xs) if xs else float("nan")
+
+    grokked = [r.get("status") == "grokked" and r.get("grok_step") is not None for r in ok]
+    return {
+        "grok_rate": sum(r.get("status") == "grokked" for r in ok) / len(ok),
+        "grok_step": mean([float(r["grok_step"]) if g else float(steps)
+                           for r, g in zip(ok, grokked, strict=True)]),
+        "final_val_acc": mean([r.get("final_val_acc") for r in ok]),
+        "final_val_loss": mean([r.get("final_val_loss") for r in ok]),
+    }
+
+
+def isnan(x: Any) -> bool:
+    """NaN, or not a number at all."""
+    try:
+        return math.isnan(float(x))
+    except (TypeError, ValueError):
+        return True
+
+
+def outcome_summary(outcome: Outcome) -> dict[str, float]:
+    """`trial_summary` of an outcome."""
+    if outcome.result is None:
+        return trial_summary([], outcome.config.steps)
+    return trial_summary(outcome.result.seed_rows(), outcome.config.steps)

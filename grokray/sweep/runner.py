@@ -19,7 +19,8 @@ import pandas as pd
 from grokray.config import TrialConfig
 from grokray.result import SeedResult, TrialResult
 from grokray.sweep import store
-from grokray.sweep.backend import Backend, Outcome
+from grokray.sweep.executor import Executor
+from grokray.sweep.outcome import Outcome, trial_summary
 from grokray.sweep.search import SearchRun
 from grokray.sweep.spec import SweepSpec
 
@@ -117,8 +118,6 @@ def make_plan(spec: SweepSpec, *, rerun_failed: bool = False, force: bool = Fals
 
 
 def _search_plan(spec: SweepSpec, run_id: str, status: dict, force: bool) -> Plan:
-    from grokray.sweep.backend import trial_summary
-
     done = failed = 0
     prior: list[tuple[TrialConfig, float]] = []
     if not force and status:
@@ -246,7 +245,7 @@ def plan_record(plan: Plan) -> dict[str, Any]:
     }
 
 
-def run_plan(plan: Plan, backend: Backend, display: Any | None = None,
+def run_plan(plan: Plan, backend: Executor, display: Any | None = None,
              writer: Writer | None = None) -> Writer:
     """Run what the plan says is missing; every finished trial is written as it ends.
 

@@ -12,7 +12,7 @@ search:
 Each distribution is an object that checks its own arguments (`parse_distribution` raises
 `ValueError` with one line saying what is valid) and turns itself into a Ray Tune sampler
 (`to_tune`, imports Ray Tune lazily). `tune_setup` builds the Tune param space and search
-algorithm of a search; only `grokray.sweep.backend` calls it.
+algorithm of a search; only `grokray.sweep.tune_executor` calls it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-# search metric -> its natural mode (the trial-level summaries the backend reports)
+# search metric -> its natural mode (the trial-level summaries a Tune trial reports)
 SEARCH_METRICS = {
     "final_val_acc": "max", "grok_rate": "max", "grok_step": "min", "final_val_loss": "min",
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from datetime import datetime, timezone
@@ -72,3 +73,36 @@ def slow_synthetic(cfg: TrialConfig) -> TrialResult:
                        sleep=1.0)
     result.config = cfg
     return result
+
+
+def dies_on_z4(cfg: TrialConfig) -> TrialResult:
+    """`synthetic`, except that a Z4 config kills its worker process, every time."""
+    if cfg.group == "Z4":
+        os._exit(1)
+    return synthetic(cfg)
+
+
+class Recorder:
+    """A sink that keeps what an executor reports."""
+
+    def __init__(self):
+        self.began, self.outcomes = [], []
+
+    def started(self, config):  # noqa: D102 - the Sink protocol
+        self.began.append(config)
+
+    def finished(self, outcome):  # noqa: D102
+        self.outcomes.append(outcome)
+
+
+def assert_only_the_culprit_failed(outcomes, innocents, culprit, tries: int) -> None:
+    """Each config finished exactly once; the innocents grokked (every seed), the culprit
+    failed as lost after `tries` tries."""
+    by = {o.config.config_hash(): o for o in outcomes}
+    assert len(outcomes) == len(innocents) + 1 and len(by) == len(outcomes)
+    for c in innocents:
+        assert by[c.config_hash()].error is None, by[c.config_hash()].error
+        assert [s.status for s in by[c.config_hash()].result.seeds] == ["grokked"] * len(c.seeds)
+    lost = by[culprit.config_hash()]
+    assert lost.result is None and lost.error.startswith(f"lost after {tries} tries: "), \
+        lost.error

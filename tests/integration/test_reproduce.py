@@ -66,7 +66,7 @@ def test_local_run_times_every_sweep_writes_the_ledger_and_resumes(tmp_path, mon
 
 def test_interrupt_keeps_finished_trials_writes_the_ledger_and_resumes(tmp_path, monkeypatch,
                                                                        capsys):
-    from grokray.sweep import backend
+    from grokray.sweep import local_executor
     from grokray.sweep.interrupt import Interrupted
     from grokray.trial import run_trial
 
@@ -80,7 +80,7 @@ def test_interrupt_keeps_finished_trials_writes_the_ledger_and_resumes(tmp_path,
             raise Interrupted(signal.SIGINT)
         return run_trial(cfg)
 
-    monkeypatch.setattr(backend, "default_trial_fn", lambda: stop_on_second)
+    monkeypatch.setattr(local_executor, "default_trial_fn", lambda: stop_on_second)
     assert main(["reproduce", "--out", str(out), "--local", "--plain"]) == 130
     cap = capsys.readouterr()
     assert "interrupted during tiny_a" in cap.err
@@ -89,7 +89,7 @@ def test_interrupt_keeps_finished_trials_writes_the_ledger_and_resumes(tmp_path,
     times = json.loads((out / reproduce.TIMES).read_text())
     assert len(times) == 1 and times[0]["interrupted"] and times[0]["trials"] == 1
 
-    monkeypatch.setattr(backend, "default_trial_fn", lambda: run_trial)
+    monkeypatch.setattr(local_executor, "default_trial_fn", lambda: run_trial)
     assert main(["reproduce", "--out", str(out), "--local", "--plain"]) == 0
     assert len(_rows(out, "tiny_a")) == 8 and len(_rows(out, "tiny_b")) == 8
     assert "[1/3]" in capsys.readouterr().err  # only the 3 missing trials of tiny_a ran
@@ -111,15 +111,22 @@ def test_local_and_address_together_is_exit_2(tmp_path, monkeypatch, capsys):
     assert "drop --address" in capsys.readouterr().err
 
 
-def test_address_reaches_the_backend(tmp_path):
-    from grokray.sweep.backend import LocalBackend, RayBackend, make_backend
+def test_address_reaches_the_executor(tmp_path, monkeypatch):
+    from grokray.sweep.executor import make_executor
+    from grokray.sweep.local_executor import LocalExecutor
+    from grokray.sweep.session import RaySession
     from grokray.sweep.spec import load_spec
+    from grokray.sweep.tune_executor import TuneExecutor
+    from grokray.sweep.warm_executor import WarmExecutor
 
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
     spec = load_spec(str(helpers.tiny_spec(tmp_path)))
-    b = make_backend(spec, "r1", address="ray://head:10001", num_cpus=3)
-    assert isinstance(b, RayBackend) and b.address == "ray://head:10001" and b.num_cpus == 3
+    b = make_executor(spec, "r1", RaySession(address="ray://head:10001", num_cpus=3))
+    assert isinstance(b, TuneExecutor) and b.session.address == "ray://head:10001"
+    assert b.session.num_cpus == 3 and b.session.joined
     assert b.storage_path == str(tmp_path / "out" / "tiny" / "_ray") and b.name == "tiny-r1"
-    assert isinstance(make_backend(spec, "r1", local=True), LocalBackend)
+    assert isinstance(make_executor(spec, "r1", None), LocalExecutor)
+    assert isinstance(make_executor(spec, "r1", RaySession(num_cpus=3)), WarmExecutor)
 
 
 def test_cpu_ledger_dry_run_prices_every_sweep_within_the_hour(capsys, monkeypatch):

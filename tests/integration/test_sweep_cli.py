@@ -70,15 +70,16 @@ def test_smoke_tables_resume_and_new_axis_value(tmp_path, capsys):
 
 
 def test_raising_trial_gives_failed_rows_and_the_rest_finish(tmp_path):
-    from grokray.sweep.backend import RayBackend
     from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.session import RaySession
     from grokray.sweep.spec import load_spec
+    from grokray.sweep.tune_executor import TuneExecutor
 
     spec = load_spec(helpers.tiny_spec(tmp_path))
     plan = make_plan(spec)
-    backend = RayBackend(name="fail", storage_path=str(tmp_path / "ray"), concurrency=2,
-                         retries=0, trial_fn=helpers.synthetic)
-    run_plan(plan, backend)
+    with RaySession() as session:
+        run_plan(plan, TuneExecutor(session, name="fail", storage_path=str(tmp_path / "ray"),
+                                    concurrency=2, retries=0, trial_fn=helpers.synthetic))
     trials = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out" / "tiny" / "trials")
                        .glob("*.parquet"))
     assert len(trials) == 8
@@ -92,9 +93,10 @@ def test_raising_trial_gives_failed_rows_and_the_rest_finish(tmp_path):
 
 
 def test_optuna_search_resumes_with_new_samples_only(tmp_path):
-    from grokray.sweep.backend import RayBackend
     from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.session import RaySession
     from grokray.sweep.spec import parse_spec
+    from grokray.sweep.tune_executor import TuneExecutor
 
     text = ("name: s\nout: {out}\nconfig: {{group: Z5, arch: mlp}}\nseeds: 2\nsteps: 10\n"
             "search:\n  space: {{optim.lr: {{loguniform: [1.0e-4, 1.0e-1]}}}}\n"
@@ -103,10 +105,9 @@ def test_optuna_search_resumes_with_new_samples_only(tmp_path):
     def run(n):
         spec = parse_spec(text.format(out=tmp_path / "out", n=n), "s.yaml")
         plan = make_plan(spec)
-        backend = RayBackend(name=f"s{n}", storage_path=str(tmp_path / "ray"), concurrency=2,
-                             trial_fn=helpers.synthetic)
-        with backend:
-            run_plan(plan, backend)
+        with RaySession() as session:
+            run_plan(plan, TuneExecutor(session, name=f"s{n}", storage_path=str(tmp_path / "ray"),
+                                        concurrency=2, trial_fn=helpers.synthetic))
         return plan
 
     assert run(2).n_search_new == 2

@@ -63,9 +63,10 @@ def cluster():
 
 
 def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):
-    from grokray.sweep.backend import RayBackend
     from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.session import RaySession
     from grokray.sweep.spec import load_spec
+    from grokray.sweep.tune_executor import TuneExecutor
 
     c, workers = cluster
     spec = load_spec(helpers.tiny_spec(tmp_path, groups=("Z5", "Z7", "S3", "Z4"),
@@ -77,8 +78,9 @@ def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):
     # The barrier lives on the head (a custom resource only it has): the node this test removes
     # must not take it along.
     barrier = Rendezvous.options(name="spread_barrier", resources={"head": 0.01}).remote(2)
-    backend = RayBackend(name="cluster", storage_path=str(tmp_path / "ray"), concurrency=2,
-                         retries=3, trial_fn=rendezvous_synthetic)
+    session = RaySession()  # joins the cluster's Ray, connected by the fixture
+    executor = TuneExecutor(session, name="cluster", storage_path=str(tmp_path / "ray"),
+                            concurrency=2, retries=3, trial_fn=rendezvous_synthetic)
 
     class Killer:
         """Removes the second worker node once three trials are written."""
@@ -94,7 +96,8 @@ def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):
             if self.n == 3:
                 threading.Thread(target=c.remove_node, args=(workers[1],)).start()
 
-    writer = run_plan(plan, backend, Killer())
+    with session:
+        writer = run_plan(plan, executor, Killer())
     assert ray.get(barrier.seen.remote()) == 2
     nodes = {o.node_id for o in writer.outcomes if o.node_id}
     assert len(nodes) == 2, nodes  # both workers ran trials (the head has no CPUs)

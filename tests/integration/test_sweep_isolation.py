@@ -115,16 +115,16 @@ def test_interrupt_exit_code_and_resume(tmp_path, sig, code):
 def test_embedded_ray_is_a_new_node_and_the_context_stops_it(tmp_path):
     from ray.cluster_utils import Cluster
 
-    from grokray.sweep.backend import RayBackend
+    from grokray.sweep.session import RaySession
 
     if ray.is_initialized():
         ray.shutdown()
     foreign = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
                                                              "include_dashboard": False})
     try:
-        backend = RayBackend(name="addr", storage_path=str(tmp_path / "ray"), num_cpus=1)
-        with backend:
-            assert backend.started_ray
+        session = RaySession(num_cpus=1)
+        with session:
+            assert session.started_ray
             nodes = [n for n in ray.nodes() if n["Alive"]]
             assert len(nodes) == 1  # its own node, not the foreign cluster's
             ours = ray.get_runtime_context().gcs_address

@@ -1,4 +1,4 @@
-"""The sweep runner with the in-process backend (no Ray): --rerun-failed and --force keep one
+"""The sweep runner with the in-process executor (no Ray): --rerun-failed and --force keep one
 row per (config, seed), and a dry-run plan counts what is done."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 sys.path.insert(0, os.path.dirname(__file__))
 import _sweep_helpers as helpers  # noqa: E402
 
-from grokray.sweep.backend import LocalBackend  # noqa: E402
+from grokray.sweep.local_executor import LocalExecutor  # noqa: E402
 from grokray.sweep.runner import make_plan, run_plan  # noqa: E402
 from grokray.sweep.spec import load_spec  # noqa: E402
 
@@ -23,7 +23,7 @@ def _trials(tmp_path):
 
 def test_rerun_failed_and_force_keep_one_row_per_identity(tmp_path):
     spec = load_spec(helpers.tiny_spec(tmp_path))
-    first = run_plan(make_plan(spec), LocalBackend(helpers.synthetic))
+    first = run_plan(make_plan(spec), LocalExecutor(helpers.synthetic))
     assert len(first.outcomes) == 4
     t = _trials(tmp_path)
     assert (t[t["group"] == "S3"]["status"] == "failed").all() and len(t) == 8
@@ -33,14 +33,14 @@ def test_rerun_failed_and_force_keep_one_row_per_identity(tmp_path):
 
     plan = make_plan(spec, rerun_failed=True)
     assert {c.group for c in plan.todo} == {"S3"} and plan.todo_seeds == 4
-    run_plan(plan, LocalBackend(_ok))
+    run_plan(plan, LocalExecutor(_ok))
     t = _trials(tmp_path)
     assert len(t) == 8 and t.groupby(["config_hash", "seed"]).size().eq(1).all()
     assert (t["status"] == "grokked").all()
 
     plan = make_plan(spec, force=True)
     assert len(plan.todo) == 4
-    run_plan(plan, LocalBackend(_ok))
+    run_plan(plan, LocalExecutor(_ok))
     t = _trials(tmp_path)
     assert len(t) == 8 and set(t["run_id"]) == {plan.run_id}
     assert len(list((tmp_path / "out" / "tiny" / "curves").glob("*.parquet"))) == 4

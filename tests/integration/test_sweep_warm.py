@@ -1,7 +1,7 @@
-"""Warm trial workers (grokray.sweep.pool) on a real embedded Ray: the same processes serve two
-sweeps, each config is written once with its own result, a raising config fails alone, a worker
-whose process dies is replaced and its trials run again (or fail, named, when the retries are
-spent), and a Tune search after a warm sweep gets the CPUs back."""
+"""Warm trial workers (grokray.sweep.warm_executor) on a real embedded Ray: the same processes
+serve two sweeps of a session, each config is written once with its own result, a raising
+config fails alone, a worker whose process dies is replaced and its trials run again (or fail,
+named, when the retries are spent), and a Tune search after a warm sweep gets the CPUs back."""
 
 from __future__ import annotations
 
@@ -35,35 +35,34 @@ def _spec(tmp_path, name, groups=("Z5", "S3", "Z4")):
     return load_spec(path)
 
 
-def _backend(tmp_path, trial_fn, retries=1, keep_warm=True):
-    from grokray.sweep.backend import RayBackend
+def _executor(session, trial_fn, retries=1, concurrency=2):
+    from grokray.sweep.warm_executor import WarmExecutor
 
-    return RayBackend(name="warm", storage_path=str(tmp_path / "ray"), concurrency=2,
-                      retries=retries, trial_fn=trial_fn, warm=True, keep_warm=keep_warm)
+    return WarmExecutor(session, concurrency=concurrency, retries=retries, trial_fn=trial_fn)
 
 
 def test_the_same_workers_serve_two_sweeps_and_each_config_is_written_once(tmp_path):
-    from grokray.sweep import pool
     from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.session import RaySession
 
     pids = []
-    for name in ("a", "b"):
-        spec = _spec(tmp_path, name)
-        plan = make_plan(spec)
-        writer = run_plan(plan, _backend(tmp_path, helpers.synthetic))
-        pids.append(sorted(pool.warm_pids()))
-        t = _trials(tmp_path / "out" / name)
-        assert len(t) == 3 * 2 * 2 and t.groupby(["config_hash", "seed"]).size().eq(1).all()
-        assert set(t["config_hash"]) == {c.config_hash() for c in plan.todo}
-        assert (t[t["group"] == "S3"]["status"] == "failed").all()
-        assert t[t["group"] == "S3"]["error"].str.contains("boom: S3 is cursed").all()
-        assert (t[t["group"] != "S3"]["status"] == "grokked").all()
-        assert {o.node_id for o in writer.outcomes} == {ray.get_runtime_context().get_node_id()}
+    with RaySession() as session:  # joins the module's Ray
+        for name in ("a", "b"):
+            spec = _spec(tmp_path, name)
+            plan = make_plan(spec)
+            writer = run_plan(plan, _executor(session, helpers.synthetic))
+            pids.append(sorted(session.warm.pids()))
+            t = _trials(tmp_path / "out" / name)
+            assert len(t) == 3 * 2 * 2 and t.groupby(["config_hash", "seed"]).size().eq(1).all()
+            assert set(t["config_hash"]) == {c.config_hash() for c in plan.todo}
+            assert (t[t["group"] == "S3"]["status"] == "failed").all()
+            assert t[t["group"] == "S3"]["error"].str.contains("boom: S3 is cursed").all()
+            assert (t[t["group"] != "S3"]["status"] == "grokked").all()
+            node = ray.get_runtime_context().get_node_id()
+            assert {o.node_id for o in writer.outcomes} == {node}
     assert pids[0] == pids[1] and len(pids[0]) == 2 and os.getpid() not in pids[0]
-
-    with _backend(tmp_path, helpers.synthetic, keep_warm=False):
-        pass  # leaving a backend that does not keep them stops the warm workers
-    assert pool.warm_pids() == []
+    # leaving the session stopped the warm workers
+    assert session.warm.pids() == [] and ray.is_initialized()  # and leaves the Ray it found
 
 
 def _dying(marker: str):
@@ -80,13 +79,16 @@ def _dying(marker: str):
 
 @pytest.mark.parametrize("retries", [1, 0])
 def test_a_dead_worker_is_replaced_and_its_trials_run_again_or_fail_named(tmp_path, retries):
-    from grokray.sweep import pool
     from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.session import RaySession
 
     spec = _spec(tmp_path, f"die{retries}")
-    before = set(pool.warm_pids())
-    run_plan(make_plan(spec), _backend(tmp_path, _dying(str(tmp_path / "died")),
-                                       retries=retries))
+    with RaySession() as session:
+        session.warm.get(2, 1.0, 0.0)
+        before = set(session.warm.pids())
+        run_plan(make_plan(spec), _executor(session, _dying(str(tmp_path / "died")),
+                                            retries=retries))
+        after = set(session.warm.pids())
     assert (tmp_path / "died").exists()
     t = _trials(tmp_path / "out" / f"die{retries}")
     assert len(t) == 12 and t.groupby(["config_hash", "seed"]).size().eq(1).all()
@@ -99,40 +101,28 @@ def test_a_dead_worker_is_replaced_and_its_trials_run_again_or_fail_named(tmp_pa
         assert lost["error"].str.startswith("lost after 1 tries: ").all()
         assert (z4[z4["status"] != "failed"]["status"] == "grokked").all()
     assert (t[t["group"] == "Z5"]["status"] == "grokked").all()
-    after = set(pool.warm_pids())
-    assert len(after) == 2 and len(after - before) >= 1  # the dead one was replaced
+    assert len(before) == 2 and len(after) == 2
+    assert len(after - before) >= 1  # the dead one was replaced
 
 
 def test_a_tune_search_after_a_warm_sweep_gets_the_cpus(tmp_path):
-    from grokray.sweep import pool
-    from grokray.sweep.backend import RayBackend
     from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.session import RaySession
     from grokray.sweep.spec import parse_spec
+    from grokray.sweep.tune_executor import TuneExecutor
 
-    run_plan(make_plan(_spec(tmp_path, "grid")), _backend(tmp_path, helpers.synthetic))
-    assert len(pool.warm_pids()) == 2  # holding both CPUs
     text = (f"name: s\nout: {tmp_path / 'out'}\nconfig: {{group: Z5, arch: mlp}}\nseeds: 1\n"
             "steps: 10\nsearch:\n  space: {optim.lr: {loguniform: [1.0e-4, 1.0e-1]}}\n"
             "  metric: final_val_acc\n  mode: max\n  num_samples: 2\n  seed: 0\n")
-    plan = make_plan(parse_spec(text, "s.yaml"))
-    backend = RayBackend(name="s", storage_path=str(tmp_path / "ray"), concurrency=2,
-                         trial_fn=helpers.synthetic, warm=True)
-    run_plan(plan, backend)
-    assert len(_trials(tmp_path / "out" / "s")) == 2
-    assert pool.warm_pids() == []
-
-
-class _Recorder:
-    """A sink that keeps what the pool reports."""
-
-    def __init__(self):
-        self.began, self.outcomes = [], []
-
-    def started(self, config):  # noqa: D102 - the Sink protocol
-        self.began.append(config)
-
-    def finished(self, outcome):  # noqa: D102
-        self.outcomes.append(outcome)
+    with RaySession() as session:
+        run_plan(make_plan(_spec(tmp_path, "grid")), _executor(session, helpers.synthetic))
+        assert len(session.warm.pids()) == 2  # holding both CPUs
+        plan = make_plan(parse_spec(text, "s.yaml"))
+        executor = TuneExecutor(session, name="s", storage_path=str(tmp_path / "ray"),
+                                concurrency=2, trial_fn=helpers.synthetic)
+        run_plan(plan, executor)
+        assert len(_trials(tmp_path / "out" / "s")) == 2
+        assert session.warm.pids() == []
 
 
 def _cfg(**over):
@@ -143,29 +133,18 @@ def _cfg(**over):
     return TrialConfig.from_dict({**base, **over})
 
 
-def _always_dies_on_z4(cfg):
-    if cfg.group == "Z4":
-        os._exit(1)
-    return helpers.synthetic(cfg)
-
-
 def test_a_batch_whose_worker_dies_runs_split_so_only_the_culprit_fails(tmp_path):
     """Four tiny configs share one worker call; the Z4 one kills the process every time. The
     other three are written as grokked, the Z4 one fails named after its own retries."""
-    from grokray.sweep import pool
+    from grokray.sweep.session import RaySession
 
     cfgs = [_cfg(**{"optim.lr": 1e-3 * (1 + i)}) for i in range(3)] + [_cfg(group="Z4")]
     order = [3, 0, 1, 2]  # the culprit first: the others never ran when the worker died
-    sink = _Recorder()
-    pool.run_batches(cfgs, [order], sink, trial_fn=_always_dies_on_z4, cpu=1, gpu=0, slots=1,
-                     retries=1)
-    by = {o.config.config_hash(): o for o in sink.outcomes}
-    assert len(sink.outcomes) == 4 and len(by) == 4  # each config finished exactly once
-    for c in cfgs[:3]:
-        assert by[c.config_hash()].error is None
-        assert [s.status for s in by[c.config_hash()].result.seeds] == ["grokked"] * 2
-    lost = by[cfgs[3].config_hash()]
-    assert lost.result is None and lost.error.startswith("lost after 2 tries: ")
+    sink = helpers.Recorder()
+    with RaySession() as session:
+        _executor(session, helpers.dies_on_z4, retries=1, concurrency=1).run_batches(
+            [[cfgs[i] for i in order]], sink)
+    helpers.assert_only_the_culprit_failed(sink.outcomes, cfgs[:3], cfgs[3], tries=2)
 
 
 def test_a_warm_worker_gives_a_trial_the_numbers_a_fresh_one_does(tmp_path):
@@ -174,16 +153,16 @@ def test_a_warm_worker_gives_a_trial_the_numbers_a_fresh_one_does(tmp_path):
     and per-seed results, bit for bit."""
     from pandas.testing import assert_frame_equal
 
-    from grokray.sweep import pool
+    from grokray.sweep.session import RaySession
 
     x = _cfg()
     y = _cfg(group="S3", arch="forge", **{"model.rank": 8, "seeds": [3]})
     results, pids = [], []
-    for batch, cfgs in (([0], [x]), ([0, 1], [y, x])):
-        pool.release()
-        sink = _Recorder()
-        pool.run_batches(cfgs, [batch], sink, trial_fn=None, cpu=1, gpu=0, slots=1, retries=0)
-        pids.append(pool.warm_pids())
+    for cfgs in ([x], [y, x]):
+        with RaySession() as session:  # fresh workers
+            sink = helpers.Recorder()
+            _executor(session, None, retries=0, concurrency=1).run_batches([cfgs], sink)
+            pids.append(session.warm.pids())
         assert all(o.error is None for o in sink.outcomes), [o.error for o in sink.outcomes]
         results.append(next(o.result for o in sink.outcomes
                             if o.config.config_hash() == x.config_hash()))
@@ -193,4 +172,3 @@ def test_a_warm_worker_gives_a_trial_the_numbers_a_fresh_one_does(tmp_path):
                        check_exact=True)
     assert [s.__dict__ for s in fresh.seeds] == [s.__dict__ for s in warm.seeds]
     assert len(fresh.curves) == 2 * 4 and fresh.curves["train_loss"].notna().all()  # steps 0-30
-    pool.release()

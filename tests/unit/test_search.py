@@ -69,38 +69,34 @@ def test_retry_decided_by_exception_type():
     ray = pytest.importorskip("ray")
     from ray import exceptions as rx
 
-    from grokray.config import TrialConfig
-    from grokray.sweep.backend import Outcome, _hopeless
-
-    def outcome(exc):
-        return Outcome(TrialConfig(), None, error="x", exception=exc)
+    from grokray.sweep.retry import worker_lost
 
     task_err = rx.RayTaskError("fn", "tb", ImportError("no module named foo"))
-    assert _hopeless(outcome(task_err))
-    assert _hopeless(outcome(rx.ActorDiedError(task_err)))  # its creation raised
-    assert not _hopeless(outcome(rx.ActorDiedError()))  # died of a system error
-    assert not _hopeless(outcome(rx.WorkerCrashedError()))
-    assert not _hopeless(outcome(rx.NodeDiedError("node gone")))
-    assert not _hopeless(outcome(None))  # nothing known: a lost worker
+    assert not worker_lost(task_err)
+    assert not worker_lost(rx.ActorDiedError(task_err))  # its creation raised
+    assert worker_lost(rx.ActorDiedError())  # died of a system error
+    assert worker_lost(rx.WorkerCrashedError())
+    assert worker_lost(rx.NodeDiedError("node gone"))
+    assert worker_lost(None)  # nothing known: a lost worker
     # the text does not matter: a lost node whose message mentions ImportError is retried
-    assert not _hopeless(outcome(rx.NodeDiedError("ModuleNotFoundError: ImportError")))
+    assert worker_lost(rx.NodeDiedError("ModuleNotFoundError: ImportError"))
     assert ray  # imported
 
 
-def test_local_backend_is_a_context_manager_and_refuses_a_search():
+def test_local_executor_refuses_a_search():
     from grokray.errors import GrokrayError
-    from grokray.sweep.backend import LocalBackend
+    from grokray.sweep.local_executor import LocalExecutor
     from grokray.sweep.search import SearchRun, SearchSpec
 
-    with LocalBackend() as b:
-        with pytest.raises(GrokrayError, match="a search runs on Ray only"):
-            b.run_search(SearchRun(SearchSpec({}, "grok_step", "min", 1), None, (), 1), None)
+    with pytest.raises(GrokrayError, match="a search runs on Ray only"):
+        LocalExecutor().run_search(SearchRun(SearchSpec({}, "grok_step", "min", 1), None, (), 1),
+                                   None)
 
 
 def test_progress_line_names_the_swept_values():
     from grokray.config import TrialConfig
     from grokray.result import SeedResult
-    from grokray.sweep.backend import Outcome
+    from grokray.sweep.outcome import Outcome
     from grokray.sweep.progress import Display
 
     cfg = TrialConfig().with_overrides({"group": "S3", "arch": "forge", "optim.lr": 0.003})
@@ -114,4 +110,4 @@ def test_progress_line_names_the_swept_values():
     line = out.getvalue()
     assert line.startswith(f"[1/2] group=S3 arch=forge optim.lr=0.003 ({cfg.config_hash()}): ")
     assert "1/1 grokked" in line
-    assert pickle.dumps(cfg)  # configs stay picklable (the backend ships them)
+    assert pickle.dumps(cfg)  # configs stay picklable (the executors ship them)

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 
 from grokray.cli import main as cli_main
-from grokray.sweep.backend import LocalBackend
+from grokray.sweep.local_executor import LocalExecutor
 from grokray.sweep.runner import make_plan, run_plan
 from grokray.sweep.spec import parse_spec
 
@@ -29,7 +29,7 @@ def _synthetic(cfg):
 def _sweep(tmp_path, run_id=None):
     spec = parse_spec(SPEC.format(out=tmp_path / "out"), "d.yaml")
     plan = make_plan(spec, run_id=run_id, force=run_id is not None)
-    run_plan(plan, LocalBackend(_synthetic))
+    run_plan(plan, LocalExecutor(_synthetic))
     return tmp_path / "out" / "d"
 
 
@@ -79,7 +79,7 @@ def test_duplicates_counted_once_with_a_warning(tmp_path, capsys):
     spec = parse_spec(SPEC.format(out=tmp_path / "out"), "d.yaml")
     plan = make_plan(spec, force=True)
     plan.rerun = False  # no repair afterwards: leave the duplicates on disk
-    run_plan(plan, LocalBackend(_synthetic))
+    run_plan(plan, LocalExecutor(_synthetic))
     rows = pd.concat(pd.read_parquet(p) for p in (d / "trials").glob("*.parquet"))
     assert len(rows) == 8
     assert cli_main(["status", str(d), "--json"]) == 0

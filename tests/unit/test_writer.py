@@ -11,7 +11,8 @@ import pytest
 
 from grokray.result import SeedResult, TrialResult
 from grokray.sweep import store
-from grokray.sweep.backend import LocalBackend, Outcome
+from grokray.sweep.local_executor import LocalExecutor
+from grokray.sweep.outcome import Outcome
 from grokray.sweep.runner import Writer, make_plan, run_plan
 from grokray.sweep.spec import parse_spec
 
@@ -45,7 +46,7 @@ def _rows(plan):
 
 def test_every_result_is_written_once_when_run_plan_returns(tmp_path):
     plan = _plan(tmp_path)
-    writer = run_plan(plan, LocalBackend(trial_fn=_result))
+    writer = run_plan(plan, LocalExecutor(trial_fn=_result))
     rows = _rows(plan)
     assert len(writer.outcomes) == 4 and len(rows) == 8
     assert rows.groupby(["config_hash", "seed"]).size().max() == 1
@@ -58,7 +59,7 @@ def test_every_result_is_written_once_when_run_plan_returns(tmp_path):
 def test_results_that_came_back_are_written_before_an_interrupt_goes_on(tmp_path):
     plan = _plan(tmp_path)
 
-    class Stops(LocalBackend):
+    class Stops(LocalExecutor):
         def run(self, configs, sink):
             for cfg in configs[:3]:
                 sink.finished(Outcome(cfg, _result(cfg)))
@@ -84,7 +85,7 @@ def test_a_failed_write_stops_the_sweep_with_its_error(tmp_path, monkeypatch):
 
     monkeypatch.setattr(store, "write_result", flaky)
     with pytest.raises(OSError, match="disk full"):
-        run_plan(plan, LocalBackend(trial_fn=_result))
+        run_plan(plan, LocalExecutor(trial_fn=_result))
     rows = _rows(plan)
     assert rows["config_hash"].nunique() == 1  # the write before the failure is on disk
     assert make_plan(plan.spec).n_todo_trials == 3

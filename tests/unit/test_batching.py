@@ -1,15 +1,16 @@
-"""Tiny configs share a Tune trial (grokray.sweep.backend.tiny_batches)."""
+"""Tiny configs share one worker call (grokray.sweep.batching), longest calls first; a Tune
+trial's params name its configs (grokray.sweep.tune_executor.configs_of)."""
 
 from grokray.config import TrialConfig
-from grokray.sweep.backend import (
+from grokray.sweep.batching import (
     BATCH_PAIR_STEPS,
     MAX_BATCH,
     TINY_PAIR_STEPS,
     TRIALS_PER_SLOT,
-    configs_of,
     longest_first,
     tiny_batches,
 )
+from grokray.sweep.tune_executor import configs_of
 
 
 def _cfg(group: str, steps: int, lr: float = 1e-3, seeds: int = 2) -> TrialConfig:
@@ -48,7 +49,9 @@ def test_configs_of_a_batch_and_of_one():
     dicts = [_cfg("Z5", 2, lr).to_dict() for lr in (1e-3, 2e-3, 3e-3)]
     got = configs_of({"batch": 1}, dicts, [[0], [2, 1]])
     assert [c.optim.lr for c in got] == [3e-3, 2e-3]
-    assert [c.optim.lr for c in configs_of({"index": 1}, dicts)] == [2e-3]
+    assert [c.optim.lr for c in configs_of({"config": dicts[1]}, dicts)] == [2e-3]
+    sampled = configs_of({"config": dicts[1], "optim__lr": 5e-3})  # a search's sample
+    assert [c.optim.lr for c in sampled] == [5e-3]
 
 
 def test_longest_first_orders_by_estimated_work_and_keeps_grid_order_among_equals():

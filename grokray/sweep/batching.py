@@ -1,0 +1,66 @@
+"""Which configs share one worker call, and in what order the calls go: the batching policy.
+
+A tiny config runs in about the time Ray Tune spends on one trial of its own (about 0.1 s on a
+2-core machine, benchmarks/bench_sweep_overhead.py), so tiny configs run several in a row in
+one call (`tiny_batches`); the warm workers start the longest calls first (`longest_first`).
+Both size a config by `pair_steps`: steps x seeds x train pairs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from grokray.config import TrialConfig
+
+TINY_PAIR_STEPS = 200_000
+"""A config is tiny when steps x seeds x train pairs is at most this (e.g. Z5 for 1,000 steps
+with 4 seeds): its run takes about as long as Tune's own work per trial."""
+MAX_BATCH = 16
+"""At most this many tiny configs share one call."""
+BATCH_PAIR_STEPS = 8 * TINY_PAIR_STEPS
+"""... and at most this many pair-steps in all (a batch of the largest tiny configs: 8)."""
+TRIALS_PER_SLOT = 2
+"""Tiny configs are spread so that every concurrent slot gets about this many calls (load
+balance; each Tune trial costs about 0.1-0.4 s of Tune's own work, bench_sweep_overhead.py)."""
+
+
+def pair_steps(cfg: TrialConfig) -> float:
+    """steps x seeds x train pairs of `cfg`: its estimated work (inf for a group it cannot
+    size, which then fails in its trial, not here)."""
+    from grokray.groups import parse
+
+    try:
+        n = parse(cfg.group, cap=10**12).order  # the order from the name: nothing is built
+    except Exception:  # noqa: BLE001 - an unknown group fails in its trial, not here
+        return math.inf
+    return cfg.steps * len(cfg.seeds) * n * n * cfg.train_frac
+
+
+def tiny_batches(configs: Sequence[TrialConfig], slots: int) -> list[list[int]]:
+    """Indices of `configs` grouped into calls: each non-tiny config alone; the tiny ones
+    (`TINY_PAIR_STEPS`) in runs of up to `MAX_BATCH` configs and `BATCH_PAIR_STEPS` pair-steps,
+    small enough that every one of the `slots` concurrent workers still gets about
+    `TRIALS_PER_SLOT` calls (load balance)."""
+    work = [pair_steps(c) for c in configs]
+    tiny = [i for i, w in enumerate(work) if w <= TINY_PAIR_STEPS]
+    size = max(1, min(MAX_BATCH, len(tiny) // (TRIALS_PER_SLOT * max(1, slots))))
+    batches = [[i] for i, w in enumerate(work) if w > TINY_PAIR_STEPS]
+    run: list[int] = []
+    for i in tiny:
+        if run and (len(run) == size or sum(work[j] for j in run) + work[i] > BATCH_PAIR_STEPS):
+            batches.append(run)
+            run = []
+        run.append(i)
+    return batches + ([run] if run else [])
+
+
+def longest_first(configs: Sequence[TrialConfig], batches: Sequence[Sequence[int]]
+                  ) -> list[int]:
+    """Batch indices by estimated work (`pair_steps`), largest first (grid order among equals):
+    the longest trials start first and the short ones fill in, so that no slot is left running
+    one long trial alone at the end. Replaying the trial times of the CPU ledger run of
+    2026-12-01 15:00 on 2 slots (a simulation, benchmarks/README.md): `scaling_cpu`, whose grid
+    lists the groups by order, 510 -> 470 s; the other sweeps unchanged, nonabelian_cpu +1.3 s."""
+    work = [sum(pair_steps(configs[i]) for i in b) for b in batches]
+    return sorted(range(len(batches)), key=lambda b: -work[b])

@@ -1,0 +1,101 @@
+"""Warm trial workers: plain Ray actors, one per concurrent slot, that import the trainer once
+and then run batches of configs (`batch.run_batch`) for every sweep of a Ray session.
+
+A Ray Tune experiment starts trial actors of its own and stops them when it ends, so each sweep
+on Tune pays for fresh processes importing torch, Ray Tune and grokray (3-4 CPU s each,
+benchmarks/README.md); these are created once per `RaySession`, which stops them on leaving.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+
+def _worker_class() -> Any:
+    """The Ray actor class (defined on first use: this module imports Ray lazily)."""
+    cls = globals().get("_Worker")
+    if cls is not None:
+        return cls
+    import ray
+
+    @ray.remote
+    class _Worker:
+        """One warm process: imports the trainer once, then runs batches of configs."""
+
+        def __init__(self) -> None:
+            import grokray.trainer  # noqa: F401 - warm: the first trial does not pay for it
+
+        def pid(self) -> int:
+            import os
+
+            return os.getpid()
+
+        def run(self, configs: list[dict[str, Any]], trial_fn: Any) -> bytes:
+            from grokray.config import TrialConfig
+            from grokray.sweep.batch import run_batch
+
+            return pickle.dumps(run_batch([TrialConfig.from_dict(d) for d in configs], trial_fn))
+
+    globals()["_Worker"] = _Worker
+    return _Worker
+
+
+class WarmWorkers:
+    """The warm workers of one Ray session, all with the same resources (`cpu`, `gpu`)."""
+
+    def __init__(self) -> None:
+        self.actors: list[Any] = []
+        self.key: tuple[float, float] | None = None
+        """(cpu, gpu) of every actor"""
+
+    def get(self, n: int, cpu: float, gpu: float) -> list[Any]:
+        """`n` workers with `cpu`/`gpu` each: those already up with the same resources, plus
+        new ones (workers with other resources are stopped first, to free their share)."""
+        if self.key != (cpu, gpu):
+            self.release()
+            self.key = (cpu, gpu)
+        while len(self.actors) < n:
+            self.actors.append(self._new())
+        return self.actors[:n]
+
+    def _new(self) -> Any:
+        cpu, gpu = self.key or (1.0, 0.0)
+        return _worker_class().options(num_cpus=cpu, num_gpus=gpu, max_restarts=0,
+                                       max_concurrency=1).remote()
+
+    def replace(self, actor: Any) -> Any:
+        """A new worker in place of `actor` (whose process died)."""
+        new = self._new()
+        try:
+            self.actors[self.actors.index(actor)] = new
+        except ValueError:
+            self.actors.append(new)
+        _kill(actor)
+        return new
+
+    def release(self) -> None:
+        """Stop the workers (if Ray is still up) and forget them."""
+        actors, self.actors, self.key = self.actors, [], None
+        if not actors:
+            return
+        import ray
+
+        if ray.is_initialized():
+            for a in actors:
+                _kill(a)
+
+    def pids(self) -> list[int]:
+        """Process ids of the workers (tests: the same processes serve two sweeps)."""
+        import ray
+
+        return ray.get([a.pid.remote() for a in self.actors])
+
+
+def _kill(actor: Any) -> None:
+    import ray
+
+    try:
+        ray.kill(actor)
+    except Exception:  # noqa: BLE001 - already gone
+        pass
