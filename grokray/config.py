@@ -134,9 +134,10 @@ class SnapshotConfig:
     round(10^(k/per_decade))), besides step 0, the memorization step, the grok step and the end"""
     tensors: list[str] = field(default_factory=list)
     """parameter groups to keep (`E`, `W1a`, the transformer's `W_Q`); empty: every parameter"""
-    max_mb: float = positive(4.0)
+    max_mb: float = positive(2.0)
     """size budget per trial (all seeds): above it the log-spaced steps are thinned, keeping
-    step 0, memorization, grok and the end"""
+    step 0, memorization, grok and the end. 2 MB: the CPU ledger's ~100 gradient-trained
+    trials keep at most ~200 MB (docs/snapshots.md)"""
 
 
 SHARED_SECTIONS: dict[str, type] = {

@@ -11,8 +11,9 @@ Every file is written whole or not at all: on a local disk to a hidden temporary
 directory, then renamed; on an object store (`s3://`, `gs://`, anything pyarrow's filesystems
 open) by a single PUT, which is all-or-nothing. Only the driver writes. A trial's snapshots and
 curves files are written before its trials file, so a trials file is the "done" mark of its rows.
-A full disk raises `DiskFullError` (one line:
-which file, how much the sweep still needs, free space and run the same command to resume). 
+A full disk raises `DiskFullError` (one line: which file, how much the sweep still needs, free
+space and run the same command to resume).
+
 The row identity is `(config_hash, seed)`. `Manifest` reads the identity columns of every trials
 file; `repair` removes what an interrupted writer may have left (temporary files, curves without
 their trials, a row superseded by a newer run of the same identity), so that after it each

@@ -32,7 +32,8 @@ def test_norms_per_seed_and_group_by_hand():
 def _cfg(arch, **over):
     d = {"group": "S3", "arch": arch, "steps": 20, "eval_every": 10, "seeds": [0, 1],
          "dtype": "float64", "device": "cpu", "model.d": 8, "model.hidden": 16, "model.rank": 8,
-         "forge.inv_hidden": 8, "transformer.n_layers": 2, "transformer.d_model": 16, "transformer.d_mlp": 32, "transformer.n_heads": 2, "optim.lr": 1e-2, **over}
+         "forge.inv_hidden": 8, "transformer.n_layers": 2, "transformer.d_model": 16,
+         "transformer.d_mlp": 32, "transformer.n_heads": 2, "optim.lr": 1e-2, **over}
     return TrialConfig.from_dict(d)
 
 

@@ -106,7 +106,7 @@ def test_superseded_rows_leave_the_snapshots_too(tmp_path):
                        run_id="20260102T000000Z-bbbb")
     assert store.repair(tmp_path)["superseded_rows"] == 1
     s = grokray.load_snapshots(tmp_path)
-    assert sorted(set(zip(s["seed"], s["run_id"]))) == [(0, "20260101T000000Z-aaaa"),
+    assert sorted(set(zip(s["seed"], s["run_id"], strict=True))) == [(0, "20260101T000000Z-aaaa"),
                                                         (1, "20260102T000000Z-bbbb")]
 
 
