@@ -89,7 +89,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s = sub.add_parser("curves", help="val and train acc vs step: median and band per arm")
     _common(s)
     s.add_argument("--metric", nargs="+", metavar="COL",
-                   help="curve column(s) to overlay (default: val_acc and train_acc)")
+                   help="curve column(s) to overlay (default: val_acc and train_acc; `norms`: "
+                        "the weight norms, total and per parameter group)")
     s.add_argument("--arms", nargs="+", metavar="ARM", help="arms to show (default: all)")
     s.add_argument("--threshold", type=float, default=0.99,
                    help="accuracy level for the first-crossing step (default 0.99; not "
@@ -200,10 +201,10 @@ def _compute(args: argparse.Namespace):
             res = axiom_leads(trials, C, axioms=list(args.axiom), rel=args.rel,
                               absolute=args.absolute, held=args.held, by=args.by)
     elif a == "curves":
-        from analysis.curves import curve_bands, default_metrics, select_curves
+        from analysis.curves import curve_bands, default_metrics, expand_metrics, select_curves
 
         C = select_curves(sweep.curves, trials, where)
-        metrics = args.metric or default_metrics(C)
+        metrics = expand_metrics(args.metric, C) if args.metric else default_metrics(C)
         res = curve_bands(C, metric=metrics, arms=args.arms, threshold=args.threshold)
     else:  # pragma: no cover - argparse restricts the choices
         raise ValueError(a)

@@ -3,7 +3,7 @@
 Each run is one (config_hash, seed) curve. At each eval step, the median and the 25th/75th
 percentiles across the arm's runs that have that step. The first step where the median reaches
 `threshold` is reported for accuracy metrics only (a name containing "acc"): a loss has no
-accuracy threshold.
+accuracy threshold. `--metric norms` draws the weight norms (total and per parameter group).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pandas as pd
 
 from analysis.errors import AnalysisError
 from analysis.load import require_arms, require_columns
+from grokray.schema import WEIGHT_NORM, WEIGHT_NORM_PREFIX
 
 
 def is_accuracy(metric: str) -> bool:
@@ -97,6 +98,26 @@ def curve_bands(
             )
     return CurveSummary(metric=metrics[0], threshold=threshold, bands=tuple(bands),
                         metrics=metrics)
+
+
+NORMS = "norms"
+"""`--metric norms`: the weight-norm columns (`weight_norm`, then each `weight_norm_<group>`)"""
+
+
+def expand_metrics(names: list[str] | tuple[str, ...], curves: pd.DataFrame) -> tuple[str, ...]:
+    """The curve columns `names` asks for, `norms` replaced by the weight-norm columns."""
+    out: list[str] = []
+    for name in names:
+        if name != NORMS:
+            out.append(name)
+            continue
+        cols = [c for c in curves.columns if c == WEIGHT_NORM or c.startswith(WEIGHT_NORM_PREFIX)]
+        if not cols:
+            raise AnalysisError("these curves have no weight_norm columns (written before "
+                                "grokray recorded weight norms); run the sweep again with "
+                                "--force to record them")
+        out += sorted(cols, key=lambda c: (c != WEIGHT_NORM, c))
+    return tuple(dict.fromkeys(out))
 
 
 def default_metrics(curves: pd.DataFrame) -> tuple[str, ...]:

@@ -158,7 +158,8 @@ def _phase_panel(fig, ax, res: PhaseDiagram) -> None:
 
 def plot_curves(res: CurveSummary, path: str | Path) -> Path:
     """Metric vs step per arm: the median over runs (val solid, train dashed) and its
-    interquartile band; the accuracy threshold as a dotted line (accuracy metrics only)."""
+    interquartile band; the accuracy threshold as a dotted line (accuracy metrics only); other
+    columns drawn with accuracies (weight norms, losses) on a right-hand axis."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -166,13 +167,19 @@ def plot_curves(res: CurveSummary, path: str | Path) -> Path:
     arms = list(dict.fromkeys(b.arm for b in res.bands))
     metrics = list(dict.fromkeys(b.metric for b in res.bands))
     styles = ["-", "--", ":", "-."]
+    # accuracies and other columns (weight norms, losses) together: the others on a right axis
+    mixed = any(map(is_accuracy, metrics)) and not all(map(is_accuracy, metrics))
+    right = ax.twinx() if mixed else ax
     for b in res.bands:
         i, j = arms.index(b.arm), metrics.index(b.metric)
         step = np.asarray(b.step)
         keep = step > 0  # log axis
-        ax.plot(step[keep], np.asarray(b.median)[keep], color=f"C{i}", ls=styles[j % 4])
-        ax.fill_between(step[keep], np.asarray(b.lo)[keep], np.asarray(b.hi)[keep],
+        on = ax if is_accuracy(b.metric) else right
+        on.plot(step[keep], np.asarray(b.median)[keep], color=f"C{i}", ls=styles[j % 4])
+        on.fill_between(step[keep], np.asarray(b.lo)[keep], np.asarray(b.hi)[keep],
                         color=f"C{i}", alpha=0.15)
+    if mixed:
+        right.set_ylabel(", ".join(m for m in metrics if not is_accuracy(m)), fontsize=8)
     n_runs = {b.arm: b.n_runs for b in res.bands}
     handles = [Line2D([], [], color=f"C{i}", label=f"{a} (n={n_runs[a]})")
                for i, a in enumerate(arms)]
@@ -186,7 +193,7 @@ def plot_curves(res: CurveSummary, path: str | Path) -> Path:
     ax.set_xscale("log")
     _log_ticks(ax, "x")
     ax.set_xlabel("step")
-    ax.set_ylabel(", ".join(metrics))
+    ax.set_ylabel(", ".join(m for m in metrics if is_accuracy(m) or not mixed))
     ax.set_title("Learning curves: " + " and ".join(metrics), fontsize=9)
     ax.legend(handles=handles, fontsize=7)
     return _save(fig, path)

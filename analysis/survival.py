@@ -14,6 +14,22 @@ is the Kaplan-Meier median with its Brookmeyer-Crowley interval, both from lifel
 the smallest t with S(t) <= 0.5; when S stays above 0.5 (half or more of the runs censored before
 every grok) the median is *censored*: it is larger than the largest follow-up time, which is
 reported as its lower bound.
+
+Resolution. A grok step is read at evals: the run grokked in (grok_step_lo, grok_step], between
+the last eval below the threshold and the first at or above it (`grok_step_lo`, trials tables
+since it was recorded). The analyses use the upper end, and that suffices: every bracket of a
+fixed schedule is one `eval_every` wide, so the upper end over-states every run of a sweep by
+less than one interval, alike in every arm (a speedup's ratio of medians and a paired sign test
+compare arms on one grid); under `eval_schedule: log` every bracket is the same factor
+10^(1/evals_per_decade) wide (1.12 at the default 20), so a median, and a ratio of medians, is
+off by less than that factor. `median_bracket` gives the KM medians of the lower and the upper
+ends: the median of the true grok times lies between them whenever every censoring time is at
+or after every grok (one budget: runs that did not grok are censored at `steps`), because the
+Kaplan-Meier curve is then 1 - (events <= t) / n before the budget, monotone in each event time
+(T_lo <= T <= T_hi run by run). With censoring times among the grok steps (budgets pooled) this
+can fail: moving an event before a censoring time changes the weight redistributed to the right.
+A reading that needs more (a Turnbull interval-censored fit: lifelines' `fit_interval_censoring`)
+has both ends per run.
 """
 
 from __future__ import annotations
@@ -36,7 +52,9 @@ def durations(trials: pd.DataFrame) -> pd.DataFrame:
 
     time = grok_step for grokked runs (event True); for not_grokked runs their budget
     (`steps_run`, else `steps`) and for diverged runs the configured budget (`steps`, else
-    `steps_run`), with event False. Failed runs are dropped (callers count them).
+    `steps_run`), with event False; `time_lo` the lower end of a grokked run's bracket
+    (`grok_step_lo`; `time` where unknown or censored). Failed runs are dropped (callers count
+    them).
     Raises AnalysisError when a censored run has no budget column to be censored at.
     """
     df = trials[trials["status"].isin(TIMED)].copy()
@@ -53,7 +71,17 @@ def durations(trials: pd.DataFrame) -> pd.DataFrame:
         )
     df["time"] = time.astype(float)
     df["event"] = event
+    lo = _col(df, "grok_step_lo").to_numpy()  # [n]; NaN: unknown (older tables) or none
+    df["time_lo"] = np.where(event & np.isfinite(lo), lo, df["time"].to_numpy())
     return df
+
+
+def median_bracket(dur: pd.DataFrame, *, level: float = 0.95) -> tuple[float, float]:
+    """The KM medians of the grok brackets' lower ends and of their upper ends (`durations`'
+    `time_lo` and `time`): the median grok time lies between them when no run is censored
+    before a grok (module doc)."""
+    lo = km_median(dur["time_lo"], dur["event"], level=level).median
+    return lo, km_median(dur["time"], dur["event"], level=level).median
 
 
 def _col(df: pd.DataFrame, name: str) -> pd.Series:

@@ -120,11 +120,31 @@ class MetricsConfig:
     train and val pairs each"""
 
 
+@dataclass
+class SnapshotConfig:
+    """What a trial keeps of its parameters (grokray/snapshots.py). Not part of a trial's
+    identity: no number depends on it. `snapshots: off` in YAML (or `snapshots.keep=false`)
+    keeps none."""
+
+    keep: bool = True
+    """take snapshots (the driver writes them to OUT/<sweep>/snapshots/)"""
+    per_decade: int = positive(4)
+    """log-spaced snapshot steps per decade of steps (at the first eval at or after each of
+    round(10^(k/per_decade))), besides step 0, the memorization step, the grok step and the end"""
+    tensors: list[str] = field(default_factory=list)
+    """parameter groups to keep (`E`, `W1a`, the transformer's `W_Q`); empty: every parameter"""
+    max_mb: float = positive(2.0)
+    """size budget per trial (all seeds): above it the log-spaced steps are thinned, keeping
+    step 0, memorization, grok and the end. 2 MB: the CPU ledger's ~100 gradient-trained
+    trials keep at most ~200 MB (docs/snapshots.md)"""
+
+
 SHARED_SECTIONS: dict[str, type] = {
     "model": ModelConfig,
     "optim": OptimConfig,
     "grokfast": GrokfastConfig,
     "metrics": MetricsConfig,
+    "snapshots": SnapshotConfig,
 }
 """the sections every family may read; each family's own section is declared beside its model
 and registered with it (grokray.models.registry)"""
@@ -159,6 +179,15 @@ FORGE's rule (grokray.models.forge.auto_shape)"""
 # fields that change no number: excluded from config_hash (seeds are the row identity instead)
 NON_IDENTITY = ("seeds", "label")
 
+SCHEDULE_READS: dict[str, tuple[str, ...]] = {
+    "fixed": ("eval_every",),
+    "log": ("eval_schedule", "evals_per_decade"),
+}
+"""the eval-schedule fields a config's identity covers, by `eval_schedule`: a fixed schedule's
+identity is what it was before `log` existed (eval_every alone); a log schedule reads no
+eval_every"""
+_SCHEDULE_FIELDS = ("eval_every", "eval_schedule", "evals_per_decade")
+
 
 def _family_sections() -> dict[str, Any]:
     return {k: cls() for k, cls in registry.sections().items()}
@@ -181,7 +210,13 @@ class TrialConfig:
     steps: int = positive(15000)
     """step budget (optimizer steps; RFM: iterations come from rfm.iters)"""
     eval_every: int = positive(100)
-    """evaluate every this many steps"""
+    """evaluate every this many steps (eval_schedule fixed)"""
+    eval_schedule: str = choice("fixed", ("fixed", "log"))
+    """fixed: evaluate at step 0, every `eval_every` steps and at the last step; log: at step
+    0, at geometric steps (`evals_per_decade` per decade, as openai/grok does) and at the last
+    step. `patience` and `costly_every` count evals under either (grokray/evals.py)"""
+    evals_per_decade: int = positive(20)
+    """eval_schedule log: evals per decade of steps (20: consecutive evals 12% apart)"""
     train_frac: float = 0.5
     """fraction of all pairs used for training"""
     seeds: list[int] = field(default_factory=lambda: [0])
@@ -202,6 +237,8 @@ class TrialConfig:
     """Grokfast filter"""
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     """detection thresholds and metric cadence"""
+    snapshots: SnapshotConfig = field(default_factory=SnapshotConfig)
+    """which parameters a trial keeps, and when (not part of its identity)"""
     families: dict[str, Any] = field(default_factory=_family_sections)
     """each registered family's own section by key (forge, transformer, rfm, ...)"""
 
@@ -244,6 +281,7 @@ class TrialConfig:
             d["model"][name] = AUTO
         sections = dict(SECTIONS)
         for key, value in overrides.items():
+            value = _snapshots_off(key, value)
             parts = str(key).split(".")
             if len(parts) == 1:
                 if parts[0] in sections and not isinstance(value, dict):
@@ -267,11 +305,13 @@ class TrialConfig:
 
     def canonical(self) -> dict[str, Any]:
         """The effective config: the common fields without the non-identity ones (seeds,
-        label) and only the sections and fields its family reads (`Family.reads`: an MLP's
-        identity does not see forge.*, rfm.* or model.rank). Group and op are already
-        canonical (`S4`, `add`)."""
+        label), the eval-schedule fields its schedule reads (`SCHEDULE_READS`), and only the
+        sections and fields its family reads (`Family.reads`: an MLP's identity does not see
+        forge.*, rfm.* or model.rank). Group and op are already canonical (`S4`, `add`)."""
         full = self.to_dict()
-        d = {k: v for k, v in full.items() if k not in SECTIONS and k not in NON_IDENTITY}
+        reads = SCHEDULE_READS[self.eval_schedule]
+        d = {k: v for k, v in full.items() if k not in SECTIONS and k not in NON_IDENTITY
+             and (k not in _SCHEDULE_FIELDS or k in reads)}
         for entry in registry.get_family(self.arch).reads(self):
             section, _, name = entry.partition(".")
             if name:
@@ -395,6 +435,9 @@ def _validate(cfg: TrialConfig) -> None:
         fields.check(sec, f"{key}.")
     if not 0.0 < cfg.train_frac < 1.0:
         raise ConfigError(f"train_frac must be in (0, 1), got {cfg.train_frac}")
+    if cfg.eval_schedule == "log" and registry.get_family(cfg.arch).model is None:
+        raise ConfigError(f"eval_schedule log is for the gradient-trained families; arch "
+                          f"{cfg.arch} evaluates on its own schedule: use eval_schedule fixed")
     if not cfg.seeds:
         raise ConfigError("seeds must list at least one seed")
     if len(set(cfg.seeds)) != len(cfg.seeds):
@@ -422,6 +465,7 @@ def _build_trial(d: dict[str, Any]) -> TrialConfig:
     kwargs: dict[str, Any] = {}
     families = _family_sections()
     for k, v in d.items():
+        v = _snapshots_off(k, v)
         if k in sections:
             sec = _build(sections[k], v or {}, f"{k}.")
             if k in SHARED_SECTIONS:
@@ -433,6 +477,12 @@ def _build_trial(d: dict[str, Any]) -> TrialConfig:
         else:
             raise _unknown_key(k)
     return TrialConfig(**kwargs, families=families)
+
+
+def _snapshots_off(key: str, value: Any) -> Any:
+    """`snapshots: off` (YAML's false, or the word) as the section `{keep: false}`."""
+    off = value is False or (isinstance(value, str) and value.lower() in ("off", "false"))
+    return {"keep": False} if key == "snapshots" and off else value
 
 
 def _build(cls: type, d: dict[str, Any], prefix: str) -> Any:

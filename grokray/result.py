@@ -31,6 +31,8 @@ class SeedResult:
     """one-line error text (failed, diverged), else None"""
     grok_step: int | None = None
     """first eval step with val acc >= threshold; None: censored"""
+    grok_step_lo: int | None = None
+    """the eval step before grok_step: the grok happened in (grok_step_lo, grok_step]"""
     memorize_step: int | None = None
     """first eval step with train acc >= threshold"""
     ungrok_step: int | None = None
@@ -67,6 +69,9 @@ class TrialResult:
     """one row per (seed, eval step): seed, step, train_loss, train_acc, val_loss, val_acc, ..."""
     group_order: int = 0
     """|G| (or the modulus), recorded in the trials table"""
+    snapshots: list[dict[str, Any]] = field(default_factory=list)
+    """snapshot records, one per (seed, step, tensor) (grokray.snapshots; the store writes
+    them); they travel with the result, on the Tune path inside its pickled report"""
 
     def seed_rows(self) -> list[dict[str, Any]]:
         """Per-seed summary dicts (what `grokray run --json` prints)."""

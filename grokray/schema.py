@@ -24,7 +24,10 @@ SCHEMA_VERSION = 3
 """3: config_hash and config_json cover the effective config (canonical group/op names, only
 the sections and fields the arch reads); 2: the same, by whole sections (the shared `model`
 section entire); 1: every section, names as written. Readers accept all; the sweep store gives
-older rows their current identity from config_json (docs/sweeps.md)."""
+older rows their current identity from config_json (docs/sweeps.md). A version grows by optional
+columns without a bump (readers treat a missing optional column as absent): v3 curves gained
+`weight_norm` and `weight_norm_<group>`, v3 trials `grok_step_lo`, `eval_schedule` and
+`evals_per_decade`."""
 
 STATUSES = ("grokked", "not_grokked", "diverged", "failed")
 """a seed's outcome (the `status` column)"""
@@ -45,9 +48,12 @@ PROVENANCE_COLUMNS = [
     "grokray_version", "git_commit", "torch_version", "ray_version", "python_version",
     "device", "hostname", "started_at", "finished_at",
 ]
+OPTIONAL_OUTCOME_COLUMNS = ["grok_step_lo"]
+"""outcome columns older files lack: `grok_step_lo`, the eval before `grok_step` (the grok
+happened in (grok_step_lo, grok_step]; null when censored or grokked at the first eval)"""
 EXTRA_CONFIG_COLUMNS = ["group_order", "arm"]
 CONFIG_JSON_COLUMN = "config_json"
-NULLABLE_INT_COLUMNS = ["grok_step", "memorize_step", "ungrok_step"]
+NULLABLE_INT_COLUMNS = ["grok_step", "grok_step_lo", "memorize_step", "ungrok_step"]
 
 CURVE_KEY_COLUMNS = [
     "schema_version", "sweep", "run_id", "config_hash", "seed", "group", "arch", "arm", "step",
@@ -55,7 +61,11 @@ CURVE_KEY_COLUMNS = [
 CURVE_REQUIRED_COLUMNS = CURVE_KEY_COLUMNS + ["train_loss", "train_acc", "val_loss", "val_acc"]
 AXIOM_COLUMNS: dict[str, str] = {"assoc": "loss_assoc", "ident": "loss_ident", "inv": "loss_inv"}
 """FORGE's algebra losses in the curves table: short name of each axiom -> its column"""
-CURVE_OPTIONAL_COLUMNS = [*AXIOM_COLUMNS.values(), "lambda_alg", "lr"]
+WEIGHT_NORM = "weight_norm"
+"""the seed's total L2 weight norm (grokray.metrics.norms)"""
+CURVE_OPTIONAL_COLUMNS = [*AXIOM_COLUMNS.values(), "lambda_alg", "lr", WEIGHT_NORM]
+WEIGHT_NORM_PREFIX = "weight_norm_"
+"""a parameter group's L2 norm per seed (`weight_norm_E`; grokray.metrics.norms)"""
 METRIC_PREFIX = "metric_"
 
 # config fields whose flattened column would clash with an identity column: the identity wins
@@ -126,7 +136,8 @@ def trial_frame(result: TrialResult, sweep: str, run_id: str) -> pd.DataFrame:
         row["arm"] = cfg.arm
         row.update({
             "status": s.status, "error": s.error,
-            "grok_step": s.grok_step, "memorize_step": s.memorize_step,
+            "grok_step": s.grok_step, "grok_step_lo": s.grok_step_lo,
+            "memorize_step": s.memorize_step,
             "ungrok_step": s.ungrok_step, "steps_run": int(s.steps_run),
             "final_train_acc": _f(s.final.get("final_train_acc")),
             "final_val_acc": _f(s.final.get("final_val_acc")),
@@ -166,6 +177,19 @@ def curve_frame(result: TrialResult, sweep: str, run_id: str) -> pd.DataFrame:
     c["step"] = c["step"].astype("int64")
     rest = [x for x in c.columns if x not in CURVE_REQUIRED_COLUMNS]
     return c[CURVE_REQUIRED_COLUMNS + rest].reset_index(drop=True)
+
+
+SNAPSHOT_COLUMNS = ["schema_version", "sweep", "run_id", "config_hash", "seed", "step", "tags",
+                    "tensor", "shape", "dtype", "values"]
+"""the snapshots table (grokray.snapshots): one row per (config, seed, step, tensor)"""
+
+
+def snapshot_frame(result: TrialResult, sweep: str, run_id: str) -> pd.DataFrame:
+    """One row per (seed, step, tensor) of `result`'s snapshots, keyed like the curves."""
+    key = {"schema_version": SCHEMA_VERSION, "sweep": sweep, "run_id": run_id,
+           "config_hash": result.config.config_hash()}
+    rows = [{**key, **r} for r in result.snapshots]
+    return pd.DataFrame(rows, columns=SNAPSHOT_COLUMNS)
 
 
 def _f(v: Any) -> float | None:

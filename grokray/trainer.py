@@ -11,7 +11,7 @@ or diverges (non-finite loss) is dropped from the stack; the others go on.
 The trainer talks to the model only through grokray.models.protocol.Model.
 
 Step convention: the eval at step t is taken after t optimizer steps (t = 0, eval_every, ...,
-and the last step). `steps_run` counts optimizer steps.
+and the last step; or log-spaced steps: grokray.evals). `steps_run` counts optimizer steps.
 """
 
 from __future__ import annotations
@@ -22,12 +22,15 @@ import time
 import torch
 
 from grokray.errors import GrokrayError
+from grokray.evals import EvalSchedule
 from grokray.metrics.grokking import GrokDetector
+from grokray.metrics.norms import weight_norms
 from grokray.models import seed_generator
 from grokray.models.fused import nll_rows_
 from grokray.models.protocol import Model
 from grokray.optim import lr_at, make_filter, make_optimizer
 from grokray.result import SeedResult
+from grokray.snapshots import Recorder
 from grokray.trial import Progress, ProgressFn, TrialRun, error_line, resolve_device, run_trial
 
 __all__ = ["Progress", "ProgressFn", "resolve_device", "run_trial", "train"]
@@ -95,6 +98,8 @@ class _Trial:
         self.batcher = None if self.batch >= self.n_train else _Batcher(
             self.seeds, self.n_train, self.batch)
         self.has_aux = self.model.has_aux
+        self.evals = EvalSchedule(cfg)
+        self.snaps = Recorder(cfg, self.evals.steps(), self.model.params)
         self.detector = GrokDetector(cfg.metrics.grok_threshold, cfg.metrics.memorize_threshold,
                                      cfg.metrics.patience)
         self.active = list(range(S))  # positions (into self.seeds) still in the stack
@@ -114,11 +119,11 @@ class _Trial:
             while step < cfg.steps and self.active:
                 loss = self._train_step(step)
                 step += 1
-                if step % check_every == 0 or step % cfg.eval_every == 0 or step == cfg.steps:
+                if step % check_every == 0 or step in self.evals:
                     self._check_finite(loss, step - 1)
                 if not self.active:
                     break
-                if step % cfg.eval_every == 0 or step == cfg.steps:
+                if step in self.evals:
                     self._evaluate(step, final=step == cfg.steps)
                     if self.progress is not None:
                         self._report(step, t_loop)
@@ -133,6 +138,7 @@ class _Trial:
             tr = self.detector.tracks.get(self.seeds[pos])
             grokked = tr is not None and tr.grok_step is not None
             self._finish(pos, "grokked" if grokked else "not_grokked", step)
+        self.trial.snapshots = self.snaps.records()
         self._summarize()
 
     def _train_step(self, step: int) -> torch.Tensor:
@@ -204,6 +210,7 @@ class _Trial:
         cols: dict[str, torch.Tensor] = {
             "train_loss": tr_loss, "train_acc": tr_acc, "val_loss": va_loss, "val_acc": va_acc,
         }
+        cols.update(weight_norms(model.params))
         scalars = {"lr": lr_at(step, cfg.optim, cfg.steps)}
         if self.has_aux:
             for k, val in model.aux_losses().items():
@@ -224,6 +231,8 @@ class _Trial:
             track = self.detector.update(seed, step, row["train_acc"], row["val_acc"])
             if track.finished:
                 finished.append(pos)
+        self.snaps.at_eval(step, [self.seeds[p] for p in self.active], model.params,
+                           self.detector.tracks)
         for pos in diverged:
             self._finish(pos, "diverged", step, error=f"non-finite eval loss at step {step}")
         for pos in finished:
@@ -282,11 +291,14 @@ class _Trial:
 
     def _finish(self, pos: int, status: str, step: int, error: str | None = None) -> None:
         seed = self.seeds[pos]
+        if status in ("grokked", "not_grokked"):
+            self.snaps.at_end(seed, step, self.active.index(pos), self.model.params)
         tr = self.detector.tracks.get(seed)
         last = self.last.get(pos, {})
         self.trial.outcome[seed] = SeedResult(
             seed=seed, data_seed=self.cfg.seed_data_seed(seed), status=status, error=error,
             grok_step=tr.grok_step if tr else None,
+            grok_step_lo=tr.grok_step_lo if tr else None,
             memorize_step=tr.memorize_step if tr else None,
             ungrok_step=tr.ungrok_step if tr else None,
             steps_run=step,

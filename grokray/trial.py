@@ -80,6 +80,8 @@ class TrialRun:
         """seed -> its outcome, as the trainer finishes it"""
         self.rows: list[dict] = []
         """curve rows, one per (seed, eval step)"""
+        self.snapshots: list[dict] = []
+        """snapshot records (grokray.snapshots), one per (seed, step, tensor)"""
         self.n_params = 0
 
     def fail_rest(self, error: str) -> None:
@@ -98,7 +100,7 @@ class TrialRun:
             config=self.cfg, n_params=int(self.n_params), device=str(self.device),
             wall_s=time.perf_counter() - self.t0, started_at=self.started_at,
             finished_at=datetime.now(timezone.utc), seeds=[self.outcome[s] for s in self.seeds],
-            curves=curves, group_order=int(self.task.n_in),
+            curves=curves, group_order=int(self.task.n_in), snapshots=self.snapshots,
         )
 
 

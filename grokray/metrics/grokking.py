@@ -2,7 +2,8 @@
 
 Definitions (evaluated at each evaluation step, in order):
 - memorize_step: the first eval with train acc >= memorize_threshold;
-- grok_step: the first eval with val acc >= grok_threshold;
+- grok_step: the first eval with val acc >= grok_threshold (grok_step_lo: the eval before it,
+  so the grok happened in (grok_step_lo, grok_step]: the measurement's resolution);
 - ungrok_step: the first eval after grok_step with val acc < grok_threshold;
 - a seed is *finished* once it has grokked and then held val acc >= threshold for `patience`
   further consecutive evals (patience 0: never finished early). A drop resets the count.
@@ -19,6 +20,11 @@ class SeedTrack:
 
     grok_step: int | None = None
     """first eval step with val acc >= threshold"""
+    grok_step_lo: int | None = None
+    """the eval before grok_step (val acc below the threshold there): the grok happened in
+    (grok_step_lo, grok_step]; None when it grokked at the first eval"""
+    last_step: int | None = None
+    """the step of the latest eval"""
     memorize_step: int | None = None
     """first eval step with train acc >= threshold"""
     ungrok_step: int | None = None
@@ -52,7 +58,7 @@ class GrokDetector:
         now_above = val_acc >= self.grok_threshold
         if now_above:
             if t.grok_step is None:
-                t.grok_step = step
+                t.grok_step, t.grok_step_lo = step, t.last_step
                 t.held = 0
             elif t.above:
                 t.held += 1
@@ -62,7 +68,7 @@ class GrokDetector:
             if t.ungrok_step is None:
                 t.ungrok_step = step
             t.held = 0
-        t.above = now_above
+        t.above, t.last_step = now_above, step
         if self.patience > 0 and t.grok_step is not None and now_above and t.held >= self.patience:
             t.finished = True
         return t

@@ -460,6 +460,7 @@ def _seed_result(cfg: Any, seed: int, data_seed: int, rows: list[dict[str, Any]]
             metrics["circ_top_freq_share"] = float(power.max() / power.sum())
     status = "grokked" if grok is not None else "not_grokked"
     return SeedResult(seed=seed, data_seed=data_seed, status=status, grok_step=grok,
+                      grok_step_lo=track.grok_step_lo,
                       memorize_step=memo, ungrok_step=ungrok, steps_run=int(last["step"]),
                       final=final, metrics=metrics,
                       artifacts={"M": M.numpy().astype(np.float64)})

@@ -217,8 +217,12 @@ class Writer:
         if result is None:
             result = failed_result(outcome.config, outcome.error or "trial failed",
                                    outcome.wall_s)
-        store.write_result(result, self.plan.spec.sweep_dir, sweep=self.plan.spec.name,
-                           run_id=self.plan.run_id)
+        try:
+            store.write_result(result, self.plan.spec.sweep_dir, sweep=self.plan.spec.name,
+                               run_id=self.plan.run_id)
+        except store.DiskFullError as exc:  # this trial and every one not yet written
+            exc.trials_left = max(1, self.plan.n_todo_trials - len(self.outcomes))
+            raise
         self.outcomes.append(outcome)
         if self.display is not None:
             with self._lock:

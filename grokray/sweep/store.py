@@ -2,14 +2,17 @@
 
 Layout of one output dir (a sweep's `OUT/<sweep>/`, or `grokray run --out DIR`):
 
-    trials/<config_hash>-<run_id>.parquet   one row per (config, seed)
-    curves/<config_hash>-<run_id>.parquet   one row per (config, seed, eval step)
-    plan.json                               what the last `grokray sweep` meant to run
+    trials/<config_hash>-<run_id>.parquet      one row per (config, seed)
+    curves/<config_hash>-<run_id>.parquet      one row per (config, seed, eval step)
+    snapshots/<config_hash>-<run_id>.parquet   one row per (config, seed, step, tensor)
+    plan.json                                  what the last `grokray sweep` meant to run
 
 Every file is written whole or not at all: on a local disk to a hidden temporary name in the same
 directory, then renamed; on an object store (`s3://`, `gs://`, anything pyarrow's filesystems
-open) by a single PUT, which is all-or-nothing. Only the driver writes. The curves file of a trial
-is written before its trials file, so a trials file is the "done" mark of its rows.
+open) by a single PUT, which is all-or-nothing. Only the driver writes. A trial's snapshots and
+curves files are written before its trials file, so a trials file is the "done" mark of its rows.
+A full disk raises `DiskFullError` (one line: which file, how much the sweep still needs, free
+space and run the same command to resume).
 
 The row identity is `(config_hash, seed)`. `Manifest` reads the identity columns of every trials
 file; `repair` removes what an interrupted writer may have left (temporary files, curves without
@@ -19,6 +22,7 @@ identity has exactly one row on disk.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -34,12 +38,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from grokray import files
-from grokray.errors import SchemaError
+from grokray.errors import GrokrayError, SchemaError
 from grokray.schema import CONFIG_JSON_COLUMN as CONFIG_JSON
 from grokray.schema import ID_COLUMNS, SCHEMA_VERSION
 
 TRIALS = "trials"
 CURVES = "curves"
+SNAPSHOTS = "snapshots"
 PLAN = files.PLAN
 read_plan = files.read_plan
 _TMP_PREFIX = files.TMP_PREFIX
@@ -145,6 +150,10 @@ class Location(files.Location):
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, path)
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise DiskFullError(path) from None
+            raise
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
@@ -154,6 +163,38 @@ class Location(files.Location):
         """Write a DataFrame as one Parquet file, atomically."""
         table = pa.Table.from_pandas(df, preserve_index=False)
         self.write_bytes_atomic(path, lambda out: pq.write_table(table, out))
+
+
+class DiskFullError(GrokrayError):
+    """A write ran out of space. Nothing partial is left (the temporary file is removed, and a
+    trial's curves file with it when its trials file did not fit); what is on disk is whole, so
+    the same command resumes. The writer fills in how much the sweep still needs."""
+
+    def __init__(self, path: str, trial_bytes: int = 0, trials_left: int = 0) -> None:
+        super().__init__(path)
+        self.path, self.trial_bytes, self.trials_left = path, trial_bytes, trials_left
+
+    def __str__(self) -> str:
+        need = ""
+        if self.trial_bytes and self.trials_left:
+            need = (f"; the sweep still needs about {_size(self.trial_bytes * self.trials_left)}"
+                    f" ({self.trials_left} trial(s) of ~{_size(self.trial_bytes)})")
+        return (f"no space left on the device writing {self.path}{need}; free space and run the "
+                "same command to resume")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """An OSError that means the disk (or the user's quota) is full."""
+    return isinstance(exc, OSError) and (exc.errno in (errno.ENOSPC, errno.EDQUOT)
+                                         or "No space left on device" in str(exc))
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return ""  # pragma: no cover
 
 
 def _fsync_dir(path: str) -> None:
@@ -193,26 +234,43 @@ def write_frames(
     *,
     config_hash: str,
     run_id: str,
+    snapshots: pd.DataFrame | None = None,
 ) -> str:
-    """Write one trial's tables (curves, then trials; each atomic); returns the trials path."""
+    """Write one trial's tables (snapshots, curves, then trials; each atomic); returns the
+    trials path. When one does not fit, the ones written before it go too (no orphans)."""
     loc = out_dir if isinstance(out_dir, Location) else Location.of(out_dir)
     name = result_file_name(config_hash, run_id)
-    if curves is not None and len(curves):
-        loc.write_table(loc.join(CURVES, name), curves)
-    path = loc.join(TRIALS, name)
-    loc.write_table(path, trials)
-    return path
+    parts = [(sub, df) for sub, df in ((SNAPSHOTS, snapshots), (CURVES, curves), (TRIALS, trials))
+             if df is not None and (len(df) or sub == TRIALS)]
+    written = []
+    try:
+        for sub, df in parts:
+            loc.write_table(loc.join(sub, name), df)
+            written.append(sub)
+    except DiskFullError as exc:
+        for sub in written:  # their done mark did not fit
+            loc.fs.delete_file(loc.join(sub, name))
+        exc.trial_bytes = sum(_parquet_size(df) for _, df in parts)
+        raise
+    return loc.join(TRIALS, name)
+
+
+def _parquet_size(df: pd.DataFrame) -> int:
+    """Bytes of `df` as a Parquet file (computed in memory)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), sink)
+    return sink.getvalue().size
 
 
 def write_result(result: Any, out_dir: str | os.PathLike, *, sweep: str, run_id: str) -> str:
     """Write a `TrialResult` as its trials and curves files; returns the trials file's path."""
-    from grokray.schema import curve_frame, trial_frame
+    from grokray.schema import curve_frame, snapshot_frame, trial_frame
 
     trials = trial_frame(result, sweep, run_id)
     curves = curve_frame(result, sweep, run_id)
-    return write_frames(
-        out_dir, trials, curves, config_hash=result.config.config_hash(), run_id=run_id
-    )
+    snaps = snapshot_frame(result, sweep, run_id) if result.snapshots else None
+    return write_frames(out_dir, trials, curves, config_hash=result.config.config_hash(),
+                        run_id=run_id, snapshots=snaps)
 
 
 def write_plan(out_dir: str | os.PathLike, plan: dict[str, Any]) -> None:
@@ -263,22 +321,23 @@ class Manifest:
 def repair(out_dir: str | os.PathLike) -> dict[str, int]:
     """Make the directory hold exactly one row per identity; returns what was removed.
 
-    Removes temporary files left by a killed writer, curves files whose trials file is missing
-    (the writer died between the two), and rows superseded by a newer run id of the same
-    (config_hash, seed) (an interrupted `--rerun-failed` or `--force`).
+    Removes temporary files left by a killed writer, curves and snapshots files whose trials
+    file is missing (the writer died between them), and rows superseded by a newer run id of
+    the same (config_hash, seed) (an interrupted `--rerun-failed` or `--force`).
     """
     loc = Location.of(out_dir)
-    removed = {"temp_files": 0, "orphan_curves": 0, "superseded_rows": 0}
-    for sub in (TRIALS, CURVES):
+    removed = {"temp_files": 0, "orphan_curves": 0, "orphan_snapshots": 0, "superseded_rows": 0}
+    for sub in (TRIALS, CURVES, SNAPSHOTS):
         for info in loc.listdir(sub):
             if info.base_name.startswith(_TMP_PREFIX):
                 loc.fs.delete_file(info.path)
                 removed["temp_files"] += 1
     trial_files = {i.base_name for i in loc.listdir(TRIALS) if _file_key(i.base_name)}
-    for info in loc.listdir(CURVES):
-        if _file_key(info.base_name) and info.base_name not in trial_files:
-            loc.fs.delete_file(info.path)
-            removed["orphan_curves"] += 1
+    for sub in (CURVES, SNAPSHOTS):
+        for info in loc.listdir(sub):
+            if _file_key(info.base_name) and info.base_name not in trial_files:
+                loc.fs.delete_file(info.path)
+                removed[f"orphan_{sub}"] += 1
     rows = Manifest.load(out_dir).rows
     if rows.empty:
         return removed
@@ -287,7 +346,7 @@ def repair(out_dir: str | os.PathLike) -> dict[str, int]:
     for fname, grp in stale.groupby("file"):
         drop = set(zip(grp["config_hash"], grp["seed"].astype(int), strict=False))
         removed["superseded_rows"] += len(drop)
-        for sub in (CURVES, TRIALS):  # trials last: it is the done mark
+        for sub in (SNAPSHOTS, CURVES, TRIALS):  # trials last: it is the done mark
             path = loc.join(sub, fname)
             if not loc.exists(sub, fname):
                 continue
@@ -343,14 +402,16 @@ def missing_curves(out_dir: str | os.PathLike, trials: pd.DataFrame | None = Non
 def repair_damaged(out_dir: str | os.PathLike) -> dict[str, list[str]]:
     """`grokray status --repair`: make a damaged output dir readable again, losing nothing.
 
-    Moves into `quarantine/` every trials or curves file that cannot be read (or is not a
-    grokray table), and every trials file whose curves file is missing (its trials run again on
-    the next `grokray sweep`); then `repair` (temporary files, curves without trials, and
-    duplicate rows of one identity: the newest run is kept). Files of a newer schema are left."""
+    Moves into `quarantine/` every trials, curves or snapshots file that cannot be read (or is
+    not a grokray table), and every trials file whose curves file is missing (its trials run
+    again on the next `grokray sweep`); then `repair` (temporary files, curves and snapshots
+    without trials, and duplicate rows of one identity: the newest run is kept). Files of a
+    newer schema are left."""
     out = os.fspath(out_dir)
     loc = Location.of(out)
     moved: dict[str, list[str]] = {"damaged": [], "missing_curves": []}
-    for sub, required in ((TRIALS, ID_COLUMNS), (CURVES, ("config_hash", "seed", "step"))):
+    for sub, required in ((TRIALS, ID_COLUMNS), (CURVES, ("config_hash", "seed", "step")),
+                          (SNAPSHOTS, ("config_hash", "seed", "step"))):
         for d in files.read_dir(loc, sub, columns=list(required), required=required).damaged:
             if d.repairable:
                 moved["damaged"].append(loc.move_aside(d.path, f"{files.QUARANTINE}/{sub}"))

@@ -1,0 +1,107 @@
+"""Snapshots: what a trial learned, kept. Each seed's parameters at log-spaced steps, at step 0,
+at its memorization step, its grok step and its end, for `grokray.load_model` and later analysis.
+
+When: the first eval at or after each round(10^(k / snapshots.per_decade)) (so every snapshot
+has its curve row), plus step 0, the evals where the seed memorized and grokked, and the eval
+where it finished (grokked and held, or the budget spent). What: every parameter, or the groups
+`snapshots.tensors` names (`E`, `W1a`, the transformer's `W_Q`). A trial's snapshots stay under
+`snapshots.max_mb` (all seeds): the log-spaced steps are thinned (every other one dropped, again
+as needed) before the trial starts; step 0, memorization, grok and the end are always kept.
+A diverged or failed seed keeps no end snapshot (its parameters are not finite or unknown).
+
+Format: Parquet, `OUT/<sweep>/snapshots/<config_hash>-<run_id>.parquet`, one row per (seed,
+step, tensor): key columns like the curves table, `tags` (`log,grok,...`), `tensor`, `shape`,
+`dtype` and `values` (the flattened tensor, a list column). Parquet because it is the store's
+format: the same atomic writer, file naming, identity columns, resume and repair, object stores
+included, and pandas/pyarrow read it without grokray (`np.asarray(row.values).reshape(row.shape)`);
+safetensors or npz would need a second writer and reader for one more kind of file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from grokray.evals import log_steps
+from grokray.metrics.norms import group_of
+
+MB = 1 << 20
+TAGS = ("log", "init", "memorize", "grok", "end")
+"""why a snapshot was taken (a snapshot can have several reasons)"""
+COLUMNS = ["seed", "step", "tags", "tensor", "shape", "dtype", "values"]
+"""the columns of a TrialResult's snapshot records (the store adds the key columns)"""
+
+
+class Recorder:
+    """Takes one trial's snapshots as it trains (the gradient trainer calls it at evals)."""
+
+    def __init__(self, cfg: Any, eval_steps: list[int], params: dict[str, torch.Tensor]) -> None:
+        sc = cfg.snapshots
+        self.on = bool(sc.keep)
+        want = set(sc.tensors)
+        self.names = [k for k in params if not want or group_of(k) in want]
+        per = sum(params[k][0].numel() * params[k].element_size() for k in self.names)
+        self.log = _log_targets(eval_steps, cfg.steps, sc.per_decade)
+        budget = sc.max_mb * MB / max(1, len(cfg.seeds) * per)  # snapshots per seed allowed
+        while self.log and len(self.log) + 4 > budget:  # + init, memorize, grok, end
+            self.log = self.log[1::2] if len(self.log) > 1 else []
+        self.log_set = set(self.log)
+        self.taken: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def at_eval(self, step: int, seeds: list[int], params: dict[str, torch.Tensor],
+                tracks: dict[int, Any]) -> None:
+        """Snapshot the seeds (stack order) that this eval is a snapshot step of."""
+        if not self.on:
+            return
+        for i, seed in enumerate(seeds):
+            tags = ["init"] if step == 0 else []
+            tags += ["log"] if step in self.log_set else []
+            tr = tracks.get(seed)
+            tags += ["memorize"] if tr is not None and tr.memorize_step == step else []
+            tags += ["grok"] if tr is not None and tr.grok_step == step else []
+            if tags:
+                self._take(seed, step, i, params, tags)
+
+    def at_end(self, seed: int, step: int, i: int, params: dict[str, torch.Tensor]) -> None:
+        """Snapshot seed `seed` (stack position i) where it finished."""
+        if self.on:
+            self._take(seed, step, i, params, ["end"])
+
+    def _take(self, seed: int, step: int, i: int, params: dict[str, torch.Tensor],
+              tags: list[str]) -> None:
+        have = self.taken.get((seed, step))
+        if have is not None:
+            have["tags"] += [t for t in tags if t not in have["tags"]]
+            return
+        self.taken[(seed, step)] = {"tags": tags, "tensors": {
+            k: params[k][i].detach().to("cpu", copy=True).numpy() for k in self.names}}
+
+    def records(self) -> list[dict[str, Any]]:
+        """One record per (seed, step, tensor): COLUMNS, `values` flat."""
+        out = []
+        for (seed, step), snap in sorted(self.taken.items()):
+            tags = ",".join(t for t in TAGS if t in snap["tags"])
+            for name, a in snap["tensors"].items():
+                out.append({"seed": seed, "step": step, "tags": tags, "tensor": name,
+                            "shape": list(a.shape), "dtype": str(a.dtype),
+                            "values": a.reshape(-1)})
+        return out
+
+
+def _log_targets(eval_steps: list[int], steps: int, per_decade: int) -> list[int]:
+    """The first eval at or after each log-spaced step (without step 0 and the last eval,
+    kept anyway as init and end)."""
+    evs = np.asarray(sorted(eval_steps))
+    out = set()
+    for t in sorted(log_steps(steps, per_decade) - {0, steps}):
+        j = int(np.searchsorted(evs, t))
+        if j < len(evs):
+            out.add(int(evs[j]))
+    return sorted(out - {0, steps})
+
+
+def to_tensor(row: Any) -> np.ndarray:
+    """A snapshot row's tensor, shaped (works on any pandas row of the snapshots table)."""
+    return np.array(row["values"], dtype=row["dtype"]).reshape(list(row["shape"]))
