@@ -144,25 +144,9 @@ def read_dir(out_dir: str | os.PathLike | Location, sub: str, *,
     for info in sorted(loc.listdir(sub), key=lambda i: i.base_name):
         if not result_file(info.base_name):
             continue
-        try:
-            with loc.fs.open_input_file(info.path) as f:
-                pf = pq.ParquetFile(f)
-                names = pf.schema_arrow.names
-                missing = [c for c in required if c not in names]
-                if missing:
-                    damaged.append(Damage(info.path, f"missing column(s) {', '.join(missing)}: "
-                                                     f"not a grokray {sub} table"))
-                    continue
-                cols = None if want is None else [c for c in want if c in names]
-                df = pf.read(columns=cols).to_pandas()
-        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
-            text = " ".join(str(exc).split())[:200]
-            damaged.append(Damage(info.path, f"cannot read: not a Parquet file, or a "
-                                             f"truncated one ({type(exc).__name__}: {text})"))
-            continue
-        bad = _version_problem(df)
-        if bad is not None:
-            damaged.append(Damage(info.path, bad[0], repairable=bad[1]))
+        df = read_file(loc, info.path, sub, columns=want, required=required)
+        if isinstance(df, Damage):
+            damaged.append(df)
             continue
         df["file"] = info.base_name
         files.append(info.base_name)
@@ -171,6 +155,28 @@ def read_dir(out_dir: str | os.PathLike | Location, sub: str, *,
     frame = pd.concat(frames, ignore_index=True, sort=False) if frames else \
         pd.DataFrame(columns=[*(want or required), "file"])
     return Tables(frame, damaged, files)
+
+
+def read_file(loc: Location, path: str, sub: str, *, columns: list[str] | None = None,
+              required: tuple[str, ...] | list[str] = ()) -> pd.DataFrame | Damage:
+    """One result file of `sub` (`trials` or `curves`) as a DataFrame (only the `columns` it
+    has, when given), or the `Damage` that keeps it from being read."""
+    try:
+        with loc.fs.open_input_file(path) as f:
+            pf = pq.ParquetFile(f)
+            names = pf.schema_arrow.names
+            missing = [c for c in required if c not in names]
+            if missing:
+                return Damage(path, f"missing column(s) {', '.join(missing)}: "
+                                    f"not a grokray {sub} table")
+            cols = None if columns is None else [c for c in columns if c in names]
+            df = pf.read(columns=cols).to_pandas()
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
+        text = " ".join(str(exc).split())[:200]
+        return Damage(path, f"cannot read: not a Parquet file, or a truncated one "
+                            f"({type(exc).__name__}: {text})")
+    bad = _version_problem(df)
+    return df if bad is None else Damage(path, bad[0], repairable=bad[1])
 
 
 def _version_problem(df: pd.DataFrame) -> tuple[str, bool] | None:
