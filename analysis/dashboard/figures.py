@@ -49,8 +49,8 @@ def _nums(vs) -> list[float | None]:
 
 def _layout(title: str, x: str, y: str, *, xlog: bool = False, ylog: bool = False) -> dict:
     return {"title": {"text": title, "font": {"size": 13}},
-            "xaxis": {"title": {"text": x}, "type": "log" if xlog else "linear"},
-            "yaxis": {"title": {"text": y}, "type": "log" if ylog else "linear"},
+            "xaxis": {"title": {"text": x}, "type": "log" if xlog else "-"},  # -: Plotly infers
+            "yaxis": {"title": {"text": y}, "type": "log" if ylog else "-"},
             "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "legend": {"font": {"size": 10}},
             "hovermode": "closest"}
 
