@@ -184,20 +184,16 @@ class SweepIndex:
     def _merge(self, sub: str, fresh: list[pd.DataFrame] | None) -> None:
         """Concatenate the files' rows: only the new ones onto the old when nothing was
         removed or rewritten (a refresh costs the new files), else all again."""
+        old = self._raw_trials if sub == TRIALS else self._curves
+        store = self._trial_files if sub == TRIALS else self._curve_files
+        parts = [old, *fresh] if fresh is not None and old is not None else (
+            fresh if fresh is not None else list(store.values()))
+        parts = [p for p in parts if len(p)]
+        frame = pd.concat(parts, ignore_index=True, sort=False) if parts else None
         if sub == TRIALS:
-            base = self._raw_trials if fresh is not None else None
-            parts = fresh if fresh is not None else list(self._trial_files.values())
-            parts = ([base] if base is not None and len(base) else []) + [p for p in parts
-                                                                           if len(p)]
-            self._raw_trials = pd.concat(parts, ignore_index=True, sort=False) if parts \
-                else None
-            self._trials = None
+            self._raw_trials, self._trials = frame, None
         else:
-            base = self._curves if fresh is not None else None
-            parts = fresh if fresh is not None else list(self._curve_files.values())
-            parts = ([base] if base is not None and len(base) else []) + [p for p in parts
-                                                                           if len(p)]
-            self._curves = pd.concat(parts, ignore_index=True, sort=False) if parts else None
+            self._curves = frame
 
     # ------------------------------------------------------------------ tables
 

@@ -19,8 +19,14 @@ from analysis.dashboard.index import SweepIndex
 from analysis.errors import AnalysisError
 from analysis.load import require_arms
 from analysis.survival import TIMED, durations, km_median
-from grokray.schema import (CURVE_KEY_COLUMNS, IDENTITY_COLUMNS, METRIC_PREFIX, OUTCOME_COLUMNS,
-                            PROVENANCE_COLUMNS, STATUSES)
+from grokray.schema import (
+    CURVE_KEY_COLUMNS,
+    IDENTITY_COLUMNS,
+    METRIC_PREFIX,
+    OUTCOME_COLUMNS,
+    PROVENANCE_COLUMNS,
+    STATUSES,
+)
 
 NOT_SWEPT = {*IDENTITY_COLUMNS, *OUTCOME_COLUMNS, *PROVENANCE_COLUMNS, "file", "cfg",
              "config_json", "group_order"}

@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 
 from analysis.dashboard.analyses import analysis_views
-from analysis.dashboard.figures import (CENSORED, curves_figure, phase_figure, scaling_figure,
-                                        speedup_figure, table_html)
+from analysis.dashboard.figures import (
+    CENSORED,
+    curves_figure,
+    phase_figure,
+    scaling_figure,
+    speedup_figure,
+    table_html,
+)
 from analysis.load import load
 from analysis.phase import phase_diagrams
 from analysis.powerlaw import scaling
