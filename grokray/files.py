@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -157,26 +158,37 @@ def read_dir(out_dir: str | os.PathLike | Location, sub: str, *,
     return Tables(frame, damaged, files)
 
 
-def read_file(loc: Location, path: str, sub: str, *, columns: list[str] | None = None,
-              required: tuple[str, ...] | list[str] = ()) -> pd.DataFrame | Damage:
-    """One result file of `sub` (`trials` or `curves`) as a DataFrame (only the `columns` it
-    has, when given), or the `Damage` that keeps it from being read."""
+def read_arrow(loc: Location, path: str, sub: str, *, columns: list[str] | None = None,
+               required: tuple[str, ...] | list[str] = (), **read: Any) -> pa.Table | Damage:
+    """One result file of `sub` (`trials` or `curves`) as an Arrow table (only the `columns`
+    it has, when given; `read`: more `ParquetFile` options), or the `Damage` that keeps it
+    from being read."""
     try:
         with loc.fs.open_input_file(path) as f:
-            pf = pq.ParquetFile(f)
+            pf = pq.ParquetFile(f, **read)
             names = pf.schema_arrow.names
             missing = [c for c in required if c not in names]
             if missing:
                 return Damage(path, f"missing column(s) {', '.join(missing)}: "
                                     f"not a grokray {sub} table")
             cols = None if columns is None else [c for c in columns if c in names]
-            df = pf.read(columns=cols).to_pandas()
+            table = pf.read(columns=cols)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
         text = " ".join(str(exc).split())[:200]
         return Damage(path, f"cannot read: not a Parquet file, or a truncated one "
                             f"({type(exc).__name__}: {text})")
-    bad = _version_problem(df)
-    return df if bad is None else Damage(path, bad[0], repairable=bad[1])
+    if "schema_version" in table.column_names and table.num_rows:
+        bad = _version_problem(table.select(["schema_version"]).to_pandas())
+        if bad is not None:
+            return Damage(path, bad[0], repairable=bad[1])
+    return table
+
+
+def read_file(loc: Location, path: str, sub: str, *, columns: list[str] | None = None,
+              required: tuple[str, ...] | list[str] = ()) -> pd.DataFrame | Damage:
+    """`read_arrow` as a DataFrame."""
+    t = read_arrow(loc, path, sub, columns=columns, required=required)
+    return t if isinstance(t, Damage) else t.to_pandas()
 
 
 def _version_problem(df: pd.DataFrame) -> tuple[str, bool] | None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from analysis.load import normalize_trials
 from grokray import files
@@ -28,6 +29,8 @@ from grokray.schema import CONFIG_JSON_COLUMN, CURVE_READ_REQUIRED_COLUMNS, TRIA
 TRIALS, CURVES = "trials", "curves"
 _CURVE_STRINGS = ("schema_version", "sweep", "run_id", "config_hash", "group", "arch", "arm")
 _READERS = 4  # pyarrow decodes outside the GIL: a few threads read files side by side
+FID = "_file"
+"""the column naming each row's file (an int): a file's rows go when it is removed or rewritten"""
 
 
 def inside(root: str, path: str) -> bool:
@@ -62,13 +65,13 @@ class SweepIndex:
     last_read: int = 0
     """files read by the last refresh"""
     _stamps: dict[tuple[str, str], _Stamp] = field(default_factory=dict, repr=False)
-    _trial_files: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
-    _curve_files: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    _fids: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
     _codes: dict[str, int] = field(default_factory=dict, repr=False)
     _hashes: list[str] = field(default_factory=list, repr=False)
     _trials: pd.DataFrame | None = field(default=None, repr=False)
     _curves: pd.DataFrame | None = field(default=None, repr=False)
     _raw_trials: pd.DataFrame | None = field(default=None, repr=False)
+    _next_fid: int = field(default=0, repr=False)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     # ------------------------------------------------------------------ reading
@@ -97,34 +100,32 @@ class SweepIndex:
             out[e.name] = (e.path, _Stamp(st.st_mtime_ns, st.st_size))
         return out
 
-    def _read_trials(self, path: str) -> pd.DataFrame | files.Damage:
+    def _read_trials(self, path: str) -> pa.Table | files.Damage:
         loc = files.Location.of(os.path.dirname(path))
-        df = files.read_file(loc, path, TRIALS, required=TRIAL_REQUIRED_COLUMNS)
-        if isinstance(df, pd.DataFrame) and CONFIG_JSON_COLUMN in df:
-            df = df.drop(columns=CONFIG_JSON_COLUMN)  # the page never shows it; it is large
-        return df
+        t = files.read_arrow(loc, path, TRIALS, required=TRIAL_REQUIRED_COLUMNS)
+        if isinstance(t, pa.Table) and CONFIG_JSON_COLUMN in t.column_names:
+            t = t.drop_columns([CONFIG_JSON_COLUMN])  # the page never shows it; it is large
+        return t
 
-    def _read_curves(self, path: str) -> pd.DataFrame | files.Damage:
+    def _read_curves(self, path: str) -> pa.Table | files.Damage:
+        """config_hash (dictionary-encoded) and the numeric columns: the strings of every
+        row (sweep, run_id, group, arch, arm) are the trial's, kept once in the trials."""
         loc = files.Location.of(os.path.dirname(path))
-        df = files.read_file(loc, path, CURVES, required=CURVE_READ_REQUIRED_COLUMNS)
-        if isinstance(df, files.Damage):
-            return df
-        hashes = df["config_hash"].astype(str).to_numpy()
-        num = df.drop(columns=[c for c in _CURVE_STRINGS if c in df])
-        num = num.apply(pd.to_numeric, errors="coerce")
-        num["seed"] = num["seed"].astype(np.int64)
-        num["step"] = num["step"].astype(np.int64)
-        num["config_hash"] = hashes
-        return num
+        t = files.read_arrow(loc, path, CURVES, required=CURVE_READ_REQUIRED_COLUMNS,
+                             read_dictionary=["config_hash"])
+        if isinstance(t, files.Damage):
+            return t
+        keep = ["config_hash"] + [f.name for f in t.schema if f.name != "schema_version" and (
+            pa.types.is_integer(f.type) or pa.types.is_floating(f.type))]
+        return t.select(keep)
 
     def refresh(self) -> bool:
         """Read what changed since the last call; True when the rows changed."""
         with self.lock:
             changed = False
             self.last_read = 0
-            for sub, reader, store in ((TRIALS, self._read_trials, self._trial_files),
-                                       (CURVES, self._read_curves, self._curve_files)):
-                changed |= self._refresh_sub(sub, reader, store)
+            for sub, reader in ((TRIALS, self._read_trials), (CURVES, self._read_curves)):
+                changed |= self._refresh_sub(sub, reader)
             try:
                 from grokray.sweep.store import read_plan
 
@@ -136,64 +137,66 @@ class SweepIndex:
                 self.changed_at = time.time()
             return changed
 
-    def _refresh_sub(self, sub: str, reader, store: dict[str, pd.DataFrame]) -> bool:
+    def _refresh_sub(self, sub: str, reader) -> bool:
+        """Drop the rows of files gone or rewritten, append those of new or rewritten ones."""
         listing = self._listing(sub)
         gone = [n for (s, n) in self._stamps if s == sub and n not in listing]
+        drop = []
         for n in gone:
             self._stamps.pop((sub, n))
-            store.pop(n, None)
+            drop.append(self._fids.pop((sub, n), -1))
             self.problems.pop(os.path.join(self.path, sub, n), None)
         todo = []
         for name, (path, stamp) in listing.items():
             if isinstance(stamp, str):
                 self.problems[path] = f"{path}: {stamp}"
                 continue
-            old = self._stamps.get((sub, name))
-            if old != stamp:
+            if self._stamps.get((sub, name)) != stamp:
                 todo.append((name, path, stamp))
         if not todo and not gone:
             return False
         self.last_read += len(todo)
         with ThreadPoolExecutor(_READERS) as pool:
             results = list(pool.map(lambda t: reader(t[1]), todo))
-        appended = not gone and all((sub, n) not in self._stamps for n, _, _ in todo)
-        fresh = []
-        for (name, path, stamp), df in zip(todo, results, strict=True):
+        tables = []
+        for (name, path, stamp), t in zip(todo, results, strict=True):
             self._stamps[(sub, name)] = stamp
-            if isinstance(df, files.Damage):
-                self.problems[path] = df.line(self.path)
-                store.pop(name, None)
+            drop.append(self._fids.pop((sub, name), -1))
+            if isinstance(t, files.Damage):
+                self.problems[path] = t.line(self.path)
                 continue
             self.problems.pop(path, None)
-            df["file"] = name
-            if sub == CURVES:
-                df = self._compact(df)
-            store[name] = df
-            fresh.append(df)
-        self._merge(sub, fresh if appended else None)
+            fid = self._next_fid
+            self._next_fid += 1
+            self._fids[(sub, name)] = fid
+            tables.append(t.append_column(FID, pa.array(np.full(t.num_rows, fid, np.int32))))
+        self._merge(sub, [f for f in drop if f >= 0], tables)
         return True
 
-    def _compact(self, df: pd.DataFrame) -> pd.DataFrame:
-        """config_hash -> an int32 run code (the page asks for runs by code and seed)."""
-        uniq, inv = np.unique(df["config_hash"].to_numpy(dtype=str), return_inverse=True)
-        codes = np.array([self._code(h) for h in uniq], dtype=np.int32)[inv]
-        df = df.drop(columns=["config_hash", "file"])
-        df.insert(0, "cfg", codes)
-        return df
-
-    def _merge(self, sub: str, fresh: list[pd.DataFrame] | None) -> None:
-        """Concatenate the files' rows: only the new ones onto the old when nothing was
-        removed or rewritten (a refresh costs the new files), else all again."""
+    def _merge(self, sub: str, drop: list[int], tables: list[pa.Table]) -> None:
+        """The rows of `sub` without the files `drop`, with the `tables` appended: one Arrow
+        concatenation and one conversion to pandas per refresh, whatever the file count."""
         old = self._raw_trials if sub == TRIALS else self._curves
-        store = self._trial_files if sub == TRIALS else self._curve_files
-        parts = [old, *fresh] if fresh is not None and old is not None else (
-            fresh if fresh is not None else list(store.values()))
-        parts = [p for p in parts if len(p)]
-        frame = pd.concat(parts, ignore_index=True, sort=False) if parts else None
+        if old is not None and drop:
+            old = old[~old[FID].isin(drop)]
+        new = _concat(tables) if tables else None
+        if new is not None and sub == CURVES:
+            new = self._compact(new)
+        parts = [p for p in (old, new) if p is not None and len(p)]
+        frame = pd.concat(parts, ignore_index=True, sort=False) if len(parts) > 1 else (
+            parts[0].reset_index(drop=True) if parts else None)
         if sub == TRIALS:
             self._raw_trials, self._trials = frame, None
         else:
             self._curves = frame
+
+    def _compact(self, df: pd.DataFrame) -> pd.DataFrame:
+        """config_hash -> an int32 run code (the page asks for runs by code and seed)."""
+        h = df["config_hash"].astype("category")
+        codes = np.array([self._code(x) for x in h.cat.categories], dtype=np.int32)
+        df = df.drop(columns=["config_hash"])
+        df.insert(0, "cfg", codes[h.cat.codes.to_numpy()])
+        return df
 
     # ------------------------------------------------------------------ tables
 
@@ -239,7 +242,7 @@ class SweepIndex:
     @property
     def n_files(self) -> int:
         """Result files read (trials and curves)."""
-        return len(self._trial_files) + len(self._curve_files)
+        return len(self._fids)
 
 
 def sweep_dirs(path: str) -> list[str]:
@@ -251,3 +254,12 @@ def sweep_dirs(path: str) -> list[str]:
                   if os.path.isdir(os.path.join(path, n, TRIALS))
                   and inside(path, os.path.join(path, n)))
     return subs
+
+
+def _concat(tables: list[pa.Table]) -> pd.DataFrame:
+    """Tables whose columns may differ (metric columns appear as they are computed) as one
+    DataFrame; missing cells are null."""
+    try:
+        return pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # types no promotion reconciles: per file
+        return pd.concat([t.to_pandas() for t in tables], ignore_index=True, sort=False)

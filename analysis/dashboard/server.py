@@ -15,6 +15,7 @@ import asyncio
 import gzip
 import json
 import os
+import threading
 import time
 from collections import OrderedDict
 from functools import partial
@@ -24,7 +25,7 @@ from aiohttp import web
 
 from analysis.dashboard import views
 from analysis.dashboard.analyses import Background
-from analysis.dashboard.index import SweepIndex, sweep_dirs
+from analysis.dashboard.index import FID, SweepIndex, sweep_dirs
 from grokray.errors import GrokrayError
 
 REFRESH_S = 2.0
@@ -56,6 +57,7 @@ class Dashboard:
         self.ledger_roots: dict[int, str] = {}
         self.background = Background(n_boot=n_boot, seed=seed)
         self.cache: OrderedDict[tuple, bytes] = OrderedDict()
+        self.cache_lock = threading.Lock()
         self.started = time.time()
         self.last_refresh_s = 0.0
         self.last_read = 0
@@ -113,7 +115,7 @@ class Dashboard:
 
         def args():
             with ix.lock:
-                T = ix.trials.drop(columns=["cfg", "file"], errors="ignore").copy()
+                T = ix.trials.drop(columns=["cfg", FID], errors="ignore").copy()
             return T, root
         out = self.background.get(str(i), ix.version, args)
         out["ledger_root"] = root
@@ -137,21 +139,46 @@ def _json_response(body: bytes) -> web.Response:
                         headers={"Cache-Control": "no-store"})
 
 
-async def _view(request: web.Request, key: tuple, fn) -> web.Response:
-    """Compute a view in a thread (cached per data version and parameters)."""
-    dash: Dashboard = request.app["dash"]
-    body = dash.cache.get(key)
+def _computed(dash: Dashboard, key: tuple, fn) -> bytes:
+    """The JSON of a view, from the cache (per data version and parameters) or computed."""
+    with dash.cache_lock:
+        body = dash.cache.get(key)
     if body is None:
-        loop = asyncio.get_running_loop()
-        try:
-            value = await loop.run_in_executor(None, fn)
-        except GrokrayError as exc:
-            return web.json_response({"error": str(exc)}, status=400)
-        body = json.dumps(value, allow_nan=False, default=views._json).encode()
-        dash.cache[key] = body
-        while len(dash.cache) > 64:
-            dash.cache.popitem(last=False)
+        body = json.dumps(fn(), allow_nan=False, default=views._json).encode()
+        with dash.cache_lock:
+            dash.cache[key] = body
+            while len(dash.cache) > 64:
+                dash.cache.popitem(last=False)
+    return body
+
+
+async def _view(request: web.Request, key: tuple, fn) -> web.Response:
+    """Compute a view in a thread (a GrokrayError is the answer's 400)."""
+    loop = asyncio.get_running_loop()
+    try:
+        body = await loop.run_in_executor(None, _computed, request.app["dash"], key, fn)
+    except GrokrayError as exc:
+        return web.json_response({"error": str(exc)}, status=400)
     return _json_response(body)
+
+
+def default_views(dash: Dashboard, i: int) -> list[tuple[tuple, object]]:
+    """What the page asks first of sweep i (overview, curves of val_acc, trials): computed
+    after each refresh that changed it, so the page finds them ready."""
+    ix = dash.sweeps[i]
+    return [(("overview", i, ix.version), _locked(ix, views.overview)),
+            (("curves", i, ix.version, "val_acc", "{}"), _locked(ix, views.curves, "val_acc",
+                                                                  {})),
+            (("trials", i, ix.version), _locked(ix, views.trials_table))]
+
+
+def warm(dash: Dashboard) -> None:
+    for i in range(len(dash.sweeps)):
+        for key, fn in default_views(dash, i):
+            try:
+                _computed(dash, key, fn)
+            except GrokrayError:
+                pass  # e.g. no val_acc column: the page asks for what there is
 
 
 def _locked(ix: SweepIndex, fn, *args):
@@ -167,8 +194,7 @@ async def state(request):
 
 async def overview(request):
     i, ix = request.app["dash"].sweep(request)
-    return await _view(request, ("overview", i, ix.version, int(time.time() // 5)),
-                       _locked(ix, views.overview))
+    return await _view(request, ("overview", i, ix.version), _locked(ix, views.overview))
 
 
 async def curves(request):
@@ -246,12 +272,17 @@ async def guard(request, handler):
 async def _refresher(app):
     dash: Dashboard = app["dash"]
     loop = asyncio.get_running_loop()
+    changed = True  # the first round warms what the page asks first
     while True:
-        await asyncio.sleep(REFRESH_S)
         try:
-            await loop.run_in_executor(None, dash.refresh)
+            if changed:
+                changed = False
+                await loop.run_in_executor(None, warm, dash)
+            await asyncio.sleep(REFRESH_S)
+            changed = await loop.run_in_executor(None, dash.refresh)
         except Exception as exc:  # noqa: BLE001 - a bad moment on disk never stops the server
             print(f"grokray dashboard: refresh failed: {type(exc).__name__}: {exc}", flush=True)
+            await asyncio.sleep(REFRESH_S)
 
 
 async def _start_refresher(app):

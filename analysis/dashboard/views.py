@@ -15,7 +15,7 @@ import pandas as pd
 
 from analysis.curves import curve_bands
 from analysis.dashboard.figures import CENSORED, color
-from analysis.dashboard.index import SweepIndex
+from analysis.dashboard.index import FID, SweepIndex
 from analysis.errors import AnalysisError
 from analysis.load import require_arms
 from analysis.survival import TIMED, durations, km_median
@@ -28,7 +28,7 @@ from grokray.schema import (
     STATUSES,
 )
 
-NOT_SWEPT = {*IDENTITY_COLUMNS, *OUTCOME_COLUMNS, *PROVENANCE_COLUMNS, "file", "cfg",
+NOT_SWEPT = {*IDENTITY_COLUMNS, *OUTCOME_COLUMNS, *PROVENANCE_COLUMNS, FID, "file", "cfg",
              "config_json", "group_order"}
 TABLE_OUTCOME = ["status", "grok_step", "memorize_step", "steps_run", "final_val_acc",
                  "final_train_acc", "wall_s", "run_id"]
@@ -78,8 +78,7 @@ def overview(ix: SweepIndex) -> dict:
     planned = plan["n_trials"] * len(plan["seeds"]) if plan.get("n_trials") and \
         plan.get("seeds") else None
     counts = T["status"].value_counts().to_dict() if len(T) else {}
-    failed_cfg = int(T.groupby("config_hash")["status"].agg(lambda s: (s == "failed").any())
-                     .sum()) if len(T) else 0
+    failed_cfg = int(T.loc[T["status"] == "failed", "config_hash"].nunique()) if len(T) else 0
     arms = []
     for i, (arm, g) in enumerate(T.groupby("arm", sort=True)) if len(T) else []:
         st = g["status"]
@@ -127,22 +126,26 @@ def _keys(cfg, seed) -> np.ndarray:
     return np.asarray(cfg, np.int64) * (1 << 32) + np.asarray(seed, np.int64)
 
 
-def _runs_curves(ix: SweepIndex, T: pd.DataFrame, metric: str) -> pd.DataFrame:
+def _runs_curves(ix: SweepIndex, T: pd.DataFrame, metric: str, filtered: bool
+                 ) -> pd.DataFrame:
     """The curve rows of the runs in T, with arm and config_hash for `curve_bands`."""
     C = ix.curves
-    if C.empty or metric not in C.columns:
+    if C.empty or metric not in C.columns or T.empty:
         return pd.DataFrame(columns=["arm", "config_hash", "seed", "step", metric])
-    keep = np.isin(_keys(C["cfg"], C["seed"]), _keys(T["cfg"], T["seed"]))
+    arms = sorted(T["arm"].unique())
+    lut = np.full(int(max(C["cfg"].max(), T["cfg"].max())) + 1, -1, np.int32)  # cfg -> arm
+    lut[T["cfg"].to_numpy()] = [arms.index(a) for a in T["arm"]]
+    code = lut[C["cfg"].to_numpy()]
+    keep = code >= 0  # runs with a trials row
+    if filtered:  # a filter may keep some seeds of a config only
+        keep &= np.isin(_keys(C["cfg"], C["seed"]), _keys(T["cfg"], T["seed"]))
     C = C.loc[keep, ["cfg", "seed", "step", metric]]
-    arm_of = dict(zip(T["cfg"], T["arm"], strict=False))
-    arms = sorted(set(arm_of.values()))
-    codes = C["cfg"].map({k: arms.index(a) for k, a in arm_of.items()}).to_numpy()
-    return C.assign(arm=pd.Categorical.from_codes(codes, arms), config_hash=C["cfg"])
+    return C.assign(arm=pd.Categorical.from_codes(code[keep], arms), config_hash=C["cfg"])
 
 
 def metrics_of(ix: SweepIndex) -> list[str]:
     """The curve columns that can be drawn (val_acc first)."""
-    skip = {*CURVE_KEY_COLUMNS, "cfg", "file"}
+    skip = {*CURVE_KEY_COLUMNS, "cfg", FID}
     cols = [c for c in ix.curves.columns if c not in skip]
     return sorted(cols, key=lambda c: (c != "val_acc", c != "train_acc", c))
 
@@ -154,7 +157,7 @@ def curves(ix: SweepIndex, metric: str, where: dict[str, list[str]]) -> dict:
     if metric not in metrics:
         raise AnalysisError(f"no curve column {metric!r}; columns are: {', '.join(metrics)}")
     T = _filtered(ix.trials, where)
-    C = _runs_curves(ix, T, metric)
+    C = _runs_curves(ix, T, metric, bool(where))
     out = {"metric": metric, "metrics": metrics, "version": ix.version, "bands": []}
     if C.empty:
         return out

@@ -11,6 +11,13 @@ const esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "
 const num = (v, d = 4) => (v === null || v === undefined) ? "" :
   (typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toPrecision(d)) : String(v));
 const PLOT_CFG = { responsive: true, displaylogo: false };
+// plotly.min.js (4.6 MB) loads async: the overview paints without it; charts wait for it
+const plotlyReady = new Promise((resolve) => {
+  if (window.Plotly) return resolve();
+  const tag = document.getElementById("plotly-js");
+  tag.addEventListener("load", resolve);
+  const check = setInterval(() => { if (window.Plotly) { clearInterval(check); resolve(); } }, 100);
+});
 
 async function get(path, params = {}) {
   const q = new URLSearchParams(params).toString();
@@ -130,6 +137,7 @@ function bandTraces(b, label) {
 }
 
 async function drawCurves() {
+  await plotlyReady;
   const t = await ensureTrials();
   if (!$("filters").childElementCount) drawFilters(t);
   const c = await get("curves", { sweep: S.sweep, metric: S.metric, where: JSON.stringify(S.where) });
@@ -152,6 +160,7 @@ async function drawCurves() {
 }
 
 async function drawSeeds(arm) {
+  await plotlyReady;
   S.seedArm = arm;
   const r = await get("seeds", { sweep: S.sweep, arm, metric: S.metric, where: JSON.stringify(S.where) });
   const data = [];
@@ -212,11 +221,13 @@ async function drawTrials() { await ensureTrials(); drawTrialsTable(); }
 // ------------------------------------------------------------------ parcoords, analysis, compare
 
 async function drawParcoords() {
+  await plotlyReady;
   const p = await get("parcoords", { sweep: S.sweep });
   await Plotly.react($("parcoords-plot"), p.figure.data, p.figure.layout, PLOT_CFG);
 }
 
 async function drawAnalysis() {
+  await plotlyReady;
   const a = await get("analysis", { sweep: S.sweep });
   const computing = a.state === "computing";
   $("analysis-state").innerHTML = computing
@@ -237,6 +248,7 @@ async function drawAnalysis() {
 }
 
 async function drawCompare() {
+  await plotlyReady;
   const a = $("cmp-a").value, b = $("cmp-b").value;
   const c = await get("compare", { a, b });
   for (const [side, id] of [["a", a], ["b", b]]) {
