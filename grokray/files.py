@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -159,26 +160,33 @@ def read_dir(out_dir: str | os.PathLike | Location, sub: str, *,
 
 
 def read_arrow(loc: Location, path: str, sub: str, *, columns: list[str] | None = None,
-               required: tuple[str, ...] | list[str] = (), **read: Any) -> pa.Table | Damage:
+               required: tuple[str, ...] | list[str] = (), exclude: tuple[str, ...] = (),
+               use_threads: bool = True) -> pa.Table | Damage:
     """One result file of `sub` (`trials` or `curves`) as an Arrow table (only the `columns`
-    it has, when given; `read`: more `ParquetFile` options), or the `Damage` that keeps it
-    from being read."""
+    it has, when given; never those in `exclude`), or the `Damage` that keeps it from being
+    read. `use_threads=False` decodes in the calling thread: faster for a small file (a caller
+    reading many files in a few threads of its own)."""
     try:
         with loc.fs.open_input_file(path) as f:
-            pf = pq.ParquetFile(f, **read)
+            pf = pq.ParquetFile(f)
             names = pf.schema_arrow.names
             missing = [c for c in required if c not in names]
             if missing:
                 return Damage(path, f"missing column(s) {', '.join(missing)}: "
                                     f"not a grokray {sub} table")
             cols = None if columns is None else [c for c in columns if c in names]
-            table = pf.read(columns=cols)
+            if exclude:
+                cols = [c for c in (cols or names) if c not in exclude]
+            table = pf.read(columns=cols, use_threads=use_threads)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
         text = " ".join(str(exc).split())[:200]
         return Damage(path, f"cannot read: not a Parquet file, or a truncated one "
                             f"({type(exc).__name__}: {text})")
     if "schema_version" in table.column_names and table.num_rows:
-        bad = _version_problem(table.select(["schema_version"]).to_pandas())
+        v = table.column("schema_version")
+        ok = pa.types.is_integer(v.type) and not v.null_count and (  # the usual case, no pandas
+            1 <= pc.min(v).as_py() and pc.max(v).as_py() <= SCHEMA_VERSION)
+        bad = None if ok else _version_problem(table.select(["schema_version"]).to_pandas())
         if bad is not None:
             return Damage(path, bad[0], repairable=bad[1])
     return table

@@ -102,17 +102,15 @@ class SweepIndex:
 
     def _read_trials(self, path: str) -> pa.Table | files.Damage:
         loc = files.Location.of(os.path.dirname(path))
-        t = files.read_arrow(loc, path, TRIALS, required=TRIAL_REQUIRED_COLUMNS)
-        if isinstance(t, pa.Table) and CONFIG_JSON_COLUMN in t.column_names:
-            t = t.drop_columns([CONFIG_JSON_COLUMN])  # the page never shows it; it is large
-        return t
+        return files.read_arrow(loc, path, TRIALS, required=TRIAL_REQUIRED_COLUMNS,
+                                exclude=(CONFIG_JSON_COLUMN,), use_threads=False)  # large, unshown
 
     def _read_curves(self, path: str) -> pa.Table | files.Damage:
-        """config_hash (dictionary-encoded) and the numeric columns: the strings of every
-        row (sweep, run_id, group, arch, arm) are the trial's, kept once in the trials."""
+        """config_hash and the numeric columns: the strings of every row (sweep, run_id,
+        group, arch, arm) are the trial's, kept once in the trials."""
         loc = files.Location.of(os.path.dirname(path))
         t = files.read_arrow(loc, path, CURVES, required=CURVE_READ_REQUIRED_COLUMNS,
-                             read_dictionary=["config_hash"])
+                             use_threads=False)
         if isinstance(t, files.Damage):
             return t
         keep = ["config_hash"] + [f.name for f in t.schema if f.name != "schema_version" and (
