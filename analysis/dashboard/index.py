@@ -187,6 +187,7 @@ class SweepIndex:
             self._raw_trials, self._trials = frame, None
         else:
             self._curves = frame
+        pa.default_memory_pool().release_unused()  # the files' Arrow buffers are pandas' now
 
     def _compact(self, df: pd.DataFrame) -> pd.DataFrame:
         """config_hash -> an int32 run code (the page asks for runs by code and seed)."""
