@@ -130,14 +130,14 @@ def main(argv: list[str] | None = None) -> int:
 
         base = url.rstrip("/")
         sweepdir = _fixture("sweepdir")
-        v0 = json.loads(_get(base + "/api/state")[1])["sweeps"][0]["version"]
+        s0 = json.loads(_get(base + "/api/state")[1])["sweeps"][0]
+        v0, want = s0["version"], s0["rows"] + 10 * a.seeds
         from grokray.sweep import store
         for i in range(10):  # through the real writer, as a running sweep does
             cfg = sweepdir.config(a.trials + i, a.seeds, 4000, a.evals)
             store.write_result(sweepdir.result(a.trials + i, cfg, a.evals), out,
                                sweep="synthetic", run_id=f"rbench{i:03d}")
         t_written = time.perf_counter()
-        want = json.loads(_get(base + "/api/state")[1])["sweeps"][0]["rows"] + 10 * a.seeds
         refresh_s, files_read, version = 0.0, 0, v0
         while True:  # the refreshes that read the 10 trials (a write can straddle two)
             st = json.loads(_get(base + "/api/state")[1])
