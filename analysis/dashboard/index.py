@@ -71,6 +71,7 @@ class SweepIndex:
     _trials: pd.DataFrame | None = field(default=None, repr=False)
     _curves: pd.DataFrame | None = field(default=None, repr=False)
     _raw_trials: pd.DataFrame | None = field(default=None, repr=False)
+    _curve_parts: list[pd.DataFrame] = field(default_factory=list, repr=False)
     _next_fid: int = field(default=0, repr=False)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
@@ -172,21 +173,26 @@ class SweepIndex:
         return True
 
     def _merge(self, sub: str, drop: list[int], tables: list[pa.Table]) -> None:
-        """The rows of `sub` without the files `drop`, with the `tables` appended: one Arrow
-        concatenation and one conversion to pandas per refresh, whatever the file count."""
-        old = self._raw_trials if sub == TRIALS else self._curves
-        if old is not None and drop:
-            old = old[~old[FID].isin(drop)]
+        """The rows of `sub` without the files `drop`, with the `tables` appended (one Arrow
+        concatenation and one conversion to pandas per refresh, whatever the file count).
+        Curves are kept in parts, joined when a view asks: a refresh costs the new files,
+        not a copy of 10^6 rows."""
         new = _concat(tables) if tables else None
-        if new is not None and sub == CURVES:
-            new = self._compact(new)
-        parts = [p for p in (old, new) if p is not None and len(p)]
-        frame = pd.concat(parts, ignore_index=True, sort=False) if len(parts) > 1 else (
-            parts[0].reset_index(drop=True) if parts else None)
         if sub == TRIALS:
-            self._raw_trials, self._trials = frame, None
+            old = self._raw_trials
+            if old is not None and drop:
+                old = old[~old[FID].isin(drop)]
+            parts = [p for p in (old, new) if p is not None and len(p)]
+            self._raw_trials = pd.concat(parts, ignore_index=True, sort=False) if parts \
+                else None
+            self._trials = None
         else:
-            self._curves = frame
+            if drop:
+                old = self.curves
+                self._curve_parts = [old[~old[FID].isin(drop)]] if len(old) else []
+            if new is not None and len(new):
+                self._curve_parts.append(self._compact(new))
+            self._curves = None
         pa.default_memory_pool().release_unused()  # the files' Arrow buffers are pandas' now
 
     def _compact(self, df: pd.DataFrame) -> pd.DataFrame:
@@ -231,8 +237,13 @@ class SweepIndex:
     def curves(self) -> pd.DataFrame:
         """Every curve row: cfg (run code), seed, step and the numeric columns."""
         with self.lock:
-            return self._curves if self._curves is not None else pd.DataFrame(
-                columns=["cfg", "seed", "step"])
+            if self._curves is None:
+                parts = self._curve_parts
+                self._curves = pd.DataFrame(columns=["cfg", "seed", "step", FID]) if not parts \
+                    else parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True,
+                                                                     sort=False)
+                self._curve_parts = [self._curves] if parts else []
+            return self._curves
 
     def config_hash(self, code: int) -> str:
         """The config_hash of a run code."""

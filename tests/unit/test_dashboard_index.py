@@ -49,10 +49,12 @@ def test_removed_file_drops_its_rows(sweep):
     ix = SweepIndex(sweep, "syn")
     ix.refresh()
     name = sorted(os.listdir(os.path.join(sweep, "trials")))[0]
-    os.makedirs(os.path.join(sweep, "quarantine"), exist_ok=True)
-    os.rename(os.path.join(sweep, "trials", name), os.path.join(sweep, "quarantine", name))
+    n_curves = len(ix.curves)
+    for sub in ("trials", "curves"):
+        os.makedirs(os.path.join(sweep, "quarantine", sub), exist_ok=True)
+        os.rename(os.path.join(sweep, sub, name), os.path.join(sweep, "quarantine", sub, name))
     assert ix.refresh()
-    assert len(ix.trials) == 33
+    assert len(ix.trials) == 33 and len(ix.curves) == n_curves - 3 * 20
 
 
 def test_damaged_and_symlinked_files_are_named_not_read(sweep, tmp_path, sweepdir):
