@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from analysis.dashboard.analyses import analysis_views
-from analysis.dashboard.figures import figure_of, table_html
+from analysis.dashboard.figures import figure_of, plotly_js, table_html
 from analysis.load import Sweep, load
 from analysis.report import sweep_summary
 
@@ -52,8 +52,6 @@ def _sweep_html(sweep: Sweep, n_boot: int, seed: int, figures: list[dict]) -> st
 def build_html_report(paths: list[str | Path], output: str | Path, *, n_boot: int = 1000,
                       seed: int = 0) -> Path:
     """Write the report as one HTML file (tables, interactive plots, no external requests)."""
-    from analysis.dashboard.server import plotly_js
-
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     sweeps = [load(p) for p in paths]

@@ -26,6 +26,13 @@ CENSORED = "#9a9a9a"
 """the colour of a censored (never grokked) run or value"""
 
 
+def plotly_js() -> bytes:
+    """plotly.min.js as the installed `plotly` package ships it (nothing is fetched)."""
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs().encode()
+
+
 def color(i: int) -> str:
     """The i-th arm colour."""
     return COLORS[i % len(COLORS)]

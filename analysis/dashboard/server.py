@@ -25,6 +25,7 @@ from aiohttp import web
 
 from analysis.dashboard import views
 from analysis.dashboard.analyses import Background
+from analysis.dashboard.figures import plotly_js
 from analysis.dashboard.index import FID, SweepIndex, sweep_dirs
 from grokray.errors import GrokrayError
 
@@ -39,13 +40,6 @@ CSP = ("default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'u
 
 def _asset(name: str) -> bytes:
     return resources.files("analysis.dashboard").joinpath("static", name).read_bytes()
-
-
-def plotly_js() -> bytes:
-    """plotly.min.js as the installed `plotly` package ships it (nothing is fetched)."""
-    from plotly.offline import get_plotlyjs
-
-    return get_plotlyjs().encode()
 
 
 class Dashboard:

@@ -104,4 +104,4 @@ def test_html_report_self_contained(ablation, tmp_path):
     figs = json.loads(re.search(r'<script type="application/json" id="figures">(.*?)</script>',
                                 doc, re.S).group(1))
     assert len(figs) == doc.count('class="plot small" id="fig-') >= 4
-    assert "</table>" in doc and "Paper numbers" in doc or "Speedup" in doc
+    assert "<h3>Speedup</h3>" in doc and "<h3>Scaling</h3>" in doc and "</table>" in doc
