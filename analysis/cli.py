@@ -114,10 +114,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="also each threshold as a lasting state (below it through the grok step)")
     s.add_argument("--by", default="group", help="row grouping column (default group)")
 
-    s = sub.add_parser("report", help="one Markdown report with every table and plot")
+    s = sub.add_parser("report", help="one Markdown report with every table and plot (--html: "
+                                      "one self-contained HTML file)")
     s.add_argument("paths", nargs="+", metavar="OUT/SWEEP", help="sweep output dir(s)")
     s.add_argument("-o", "--output", metavar="REPORT.md",
-                   help="report path (default: OUT/SWEEP/report/report.md of the first sweep)")
+                   help="report path (default: OUT/SWEEP/report/report.md, or report.html with "
+                        "--html, of the first sweep)")
+    s.add_argument("--html", action="store_true",
+                   help="write one self-contained HTML file (tables and interactive plots, "
+                        "plotly.js inlined: no external requests) instead of Markdown + PNGs")
     _boot(s)
 
     s = sub.add_parser("ledger", help="the reproduction ledger: every paper claim vs measured",
@@ -220,9 +225,13 @@ def main(args: argparse.Namespace) -> int:
     if args.analysis == "report":
         from pathlib import Path
 
-        from analysis.report import build_report
+        if args.html:
+            from analysis.htmlreport import build_html_report as build_report
+        else:
+            from analysis.report import build_report
 
-        out = args.output or Path(args.paths[0]) / "report" / "report.md"
+        name = "report.html" if args.html else "report.md"
+        out = args.output or Path(args.paths[0]) / "report" / name
         path = build_report(args.paths, out, n_boot=args.bootstrap, seed=args.seed)
         print(f"wrote {path}")
         return 0

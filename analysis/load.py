@@ -48,7 +48,9 @@ class Sweep:
         return "+".join(p.name for p in self.paths)
 
 
-def _normalize_trials(df: pd.DataFrame) -> pd.DataFrame:
+def normalize_trials(df: pd.DataFrame) -> pd.DataFrame:
+    """The trials as analysis reads them: grok_step float (NaN when censored), an `arm`
+    column; SchemaError when a grokked row has no grok_step."""
     df = df.copy()
     df["grok_step"] = pd.to_numeric(df["grok_step"], errors="coerce").astype(float)
     df["status"] = df["status"].astype(str)
@@ -100,7 +102,7 @@ def load(paths: str | Path | Iterable[str | Path]) -> Sweep:
         print(f"warning: {dropped} duplicate row(s) of {n_ids} identities (config_hash, seed) "
               "were counted once, the newest run kept (two drivers wrote one dir?); "
               "`grokray status --repair DIR` removes them on disk", file=sys.stderr)
-    T = _normalize_trials(T)
+    T = normalize_trials(T)
     C = pd.concat(curves, ignore_index=True, sort=False) if curves else pd.DataFrame()
     if dropped and not C.empty and "run_id" in C.columns:  # the kept rows' curves only
         C = C.merge(T[["config_hash", "seed", "run_id"]], on=["config_hash", "seed", "run_id"])

@@ -146,33 +146,35 @@ def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_") or "sweep"
 
 
-def _section(sweep: Sweep, out_dir: Path, n_boot: int, seed: int) -> list[str]:
-    T = sweep.trials
-    slug = _slug(sweep.name)
-    lines = [f"## Sweep `{sweep.name}`", ""]
-    status = T["status"].value_counts().sort_index()
+@dataclass(frozen=True)
+class Item:
+    """One analysis of a sweep's report: its title, file stem, and its result (or why not)."""
+
+    title: str
+    """The section heading."""
+    name: str
+    """A file-name stem for its plot."""
+    result: object
+    """The frozen result (analysis.tables.tables_of and analysis.plots.plot take it), or None."""
+    skipped: str = ""
+    """Why it was not computed ("" when it was)."""
+
+
+def report_items(T: pd.DataFrame, curves: pd.DataFrame | None, *, n_boot: int = 1000,
+                 seed: int = 0) -> list[Item]:
+    """Every analysis that applies to one sweep's trials (and curves), computed, in report
+    order; the Markdown report and the HTML views draw the same list."""
+    items: list[Item] = []
     arms = ablation_order(sorted(T["arm"].unique()))
-    lines.append(
-        f"{len(T)} runs from {', '.join(str(p) for p in sweep.paths)}; status: "
-        + ", ".join(f"{k} {v}" for k, v in status.items())
-        + f"; arms: {', '.join(arms)}."
-    )
-    lines.append("")
 
     def add(title: str, make, name: str) -> None:
         try:
-            res = make()
+            items.append(Item(title, name, make()))
         except AnalysisError as exc:
-            lines.extend([f"### {title}", "", f"Skipped: {exc}", ""])
-            return
-        png = plot(res, out_dir / f"{slug}-{name}.png")
-        for t in tables_of(res):
-            lines.append(to_markdown(t))
-        lines.extend([f"![{title}]({png.name})", ""])
+            items.append(Item(title, name, None, str(exc)))
 
-    if not sweep.curves.empty:
-        add("Curves", lambda: curve_bands(sweep.curves, metric=default_metrics(sweep.curves)),
-            "curves")
+    if curves is not None and not curves.empty:
+        add("Curves", lambda: curve_bands(curves, metric=default_metrics(curves)), "curves")
     if len(arms) >= 2 and "group" in T:
         base = arms[0]
         add("Speedup", lambda: speedup_table(T, base), "speedup")
@@ -190,6 +192,31 @@ def _section(sweep: Sweep, out_dir: Path, n_boot: int, seed: int) -> list[str]:
         (T["model_rank"].astype(float) * T["model_d"].astype(float)).nunique() >= 2
     ):
         add("Phase diagram", lambda: phase_diagrams(T), "phase")
+    return items
+
+
+def sweep_summary(sweep: Sweep) -> str:
+    """One line: runs, where from, status counts and arms."""
+    T = sweep.trials
+    status = T["status"].value_counts().sort_index()
+    arms = ablation_order(sorted(T["arm"].unique()))
+    return (f"{len(T)} runs from {', '.join(str(p) for p in sweep.paths)}; status: "
+            + ", ".join(f"{k} {v}" for k, v in status.items())
+            + f"; arms: {', '.join(arms)}.")
+
+
+def _section(sweep: Sweep, out_dir: Path, n_boot: int, seed: int) -> list[str]:
+    T = sweep.trials
+    slug = _slug(sweep.name)
+    lines = [f"## Sweep `{sweep.name}`", "", sweep_summary(sweep), ""]
+    for it in report_items(T, sweep.curves, n_boot=n_boot, seed=seed):
+        if it.skipped:
+            lines.extend([f"### {it.title}", "", f"Skipped: {it.skipped}", ""])
+            continue
+        png = plot(it.result, out_dir / f"{slug}-{it.name}.png")
+        for t in tables_of(it.result):
+            lines.append(to_markdown(t))
+        lines.extend([f"![{it.title}]({png.name})", ""])
     comps = paper_comparisons(T, n_boot=n_boot, seed=seed)
     if comps:
         lines.append(to_markdown(comparison_table(comps)))

@@ -1,4 +1,5 @@
-"""The one `grokray` command: `run | sweep | status | groups | cprank | analyze | reproduce`.
+"""The one `grokray` command: `run | sweep | status | groups | cprank | analyze | dashboard |
+reproduce`.
 
 Each subcommand lives in its own module exposing `add_parser(subparsers)` (which registers the
 subcommand and sets `func`) and a `main(args) -> int`. This file only wires them together, so
@@ -21,6 +22,7 @@ COMMANDS = {
     "groups": "grokray.commands.groups",
     "cprank": "grokray.commands.cprank",
     "analyze": "analysis.cli",
+    "dashboard": "analysis.dashboard.cli",
     "reproduce": "grokray.commands.reproduce",
 }
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -146,25 +148,9 @@ def read_dir(out_dir: str | os.PathLike | Location, sub: str, *,
     for info in sorted(loc.listdir(sub), key=lambda i: i.base_name):
         if not result_file(info.base_name):
             continue
-        try:
-            with loc.fs.open_input_file(info.path) as f:
-                pf = pq.ParquetFile(f)
-                names = pf.schema_arrow.names
-                missing = [c for c in required if c not in names]
-                if missing:
-                    damaged.append(Damage(info.path, f"missing column(s) {', '.join(missing)}: "
-                                                     f"not a grokray {sub} table"))
-                    continue
-                cols = None if want is None else [c for c in want if c in names]
-                df = pf.read(columns=cols).to_pandas()
-        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
-            text = " ".join(str(exc).split())[:200]
-            damaged.append(Damage(info.path, f"cannot read: not a Parquet file, or a "
-                                             f"truncated one ({type(exc).__name__}: {text})"))
-            continue
-        bad = _version_problem(df)
-        if bad is not None:
-            damaged.append(Damage(info.path, bad[0], repairable=bad[1]))
+        df = read_file(loc, info.path, sub, columns=want, required=required)
+        if isinstance(df, Damage):
+            damaged.append(df)
             continue
         df["file"] = info.base_name
         files.append(info.base_name)
@@ -185,6 +171,46 @@ def read_plan(out_dir: str | os.PathLike) -> dict[str, Any] | None:
         return None
     with loc.fs.open_input_stream(loc.join(PLAN)) as f:
         return json.loads(f.readall().decode())
+
+
+def read_arrow(loc: Location, path: str, sub: str, *, columns: list[str] | None = None,
+               required: tuple[str, ...] | list[str] = (), exclude: tuple[str, ...] = (),
+               use_threads: bool = True) -> pa.Table | Damage:
+    """One result file of `sub` (`trials` or `curves`) as an Arrow table (only the `columns`
+    it has, when given; never those in `exclude`), or the `Damage` that keeps it from being
+    read. `use_threads=False` decodes in the calling thread: faster for a small file (a caller
+    reading many files in a few threads of its own)."""
+    try:
+        with loc.fs.open_input_file(path) as f:
+            pf = pq.ParquetFile(f)
+            names = pf.schema_arrow.names
+            missing = [c for c in required if c not in names]
+            if missing:
+                return Damage(path, f"missing column(s) {', '.join(missing)}: "
+                                    f"not a grokray {sub} table")
+            cols = None if columns is None else [c for c in columns if c in names]
+            if exclude:
+                cols = [c for c in (cols or names) if c not in exclude]
+            table = pf.read(columns=cols, use_threads=use_threads)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
+        text = " ".join(str(exc).split())[:200]
+        return Damage(path, f"cannot read: not a Parquet file, or a truncated one "
+                            f"({type(exc).__name__}: {text})")
+    if "schema_version" in table.column_names and table.num_rows:
+        v = table.column("schema_version")
+        ok = pa.types.is_integer(v.type) and not v.null_count and (  # the usual case, no pandas
+            1 <= pc.min(v).as_py() and pc.max(v).as_py() <= SCHEMA_VERSION)
+        bad = None if ok else _version_problem(table.select(["schema_version"]).to_pandas())
+        if bad is not None:
+            return Damage(path, bad[0], repairable=bad[1])
+    return table
+
+
+def read_file(loc: Location, path: str, sub: str, *, columns: list[str] | None = None,
+              required: tuple[str, ...] | list[str] = ()) -> pd.DataFrame | Damage:
+    """`read_arrow` as a DataFrame."""
+    t = read_arrow(loc, path, sub, columns=columns, required=required)
+    return t if isinstance(t, Damage) else t.to_pandas()
 
 
 def _version_problem(df: pd.DataFrame) -> tuple[str, bool] | None:

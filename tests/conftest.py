@@ -6,13 +6,29 @@ import pytest
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
-@pytest.fixture(scope="session")
-def tiny():
-    """tests/fixtures/tiny.py: writes the tiny synthetic sweeps in the Parquet schema."""
-    spec = importlib.util.spec_from_file_location("grokray_tiny_fixture", FIXTURES / "tiny.py")
+def _fixture_module(name: str, file: str):
+    spec = importlib.util.spec_from_file_location(name, FIXTURES / file)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    """tests/fixtures/tiny.py: writes the tiny synthetic sweeps in the Parquet schema."""
+    return _fixture_module("grokray_tiny_fixture", "tiny.py")
+
+
+@pytest.fixture(scope="session")
+def sweepdir():
+    """tests/fixtures/sweepdir.py: a synthetic sweep dir written through the real store."""
+    return _fixture_module("grokray_sweepdir_fixture", "sweepdir.py")
+
+
+@pytest.fixture(scope="session")
+def dashboard_proc():
+    """tests/fixtures/dashboard.py: start and stop `grokray dashboard` as a process."""
+    return _fixture_module("grokray_dashboard_fixture", "dashboard.py")
 
 
 def pytest_addoption(parser):

@@ -1,0 +1,275 @@
+"""A sweep output dir held in memory: read whole once, then only the files that changed.
+
+`SweepIndex.refresh()` lists `trials/` and `curves/` and reads each new or rewritten file on its
+own (through `grokray.files.read_file`, the one reader), so a refresh after a sweep wrote a few
+trials costs those few files, not the dir. Curves are kept compact (a run code, seed, step and
+the numeric columns) so that 10^6 curve rows fit in tens of MB. Nothing here writes.
+
+Only files under the dir are read: a symlink whose target lies outside it is named as a problem
+and skipped, like a damaged file.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from analysis.load import normalize_trials
+from grokray import files
+from grokray.errors import SchemaError
+from grokray.schema import CONFIG_JSON_COLUMN, CURVE_READ_REQUIRED_COLUMNS, TRIAL_REQUIRED_COLUMNS
+
+TRIALS, CURVES = "trials", "curves"
+_CURVE_STRINGS = ("schema_version", "sweep", "run_id", "config_hash", "group", "arch", "arm")
+_READERS = 4  # pyarrow decodes outside the GIL: a few threads read files side by side
+FID = "_file"
+"""the column naming each row's file (an int): a file's rows go when it is removed or rewritten"""
+
+
+def inside(root: str, path: str) -> bool:
+    """Does `path`, symlinks resolved, lie under the real path of `root`?"""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return os.path.commonpath([real_root, real]) == real_root
+
+
+@dataclass
+class _Stamp:
+    mtime_ns: int
+    size: int
+
+
+@dataclass
+class SweepIndex:
+    """The trials and curves of one sweep output dir, and what could not be read."""
+
+    path: str
+    """the dir as given on the command line"""
+    name: str
+    """the name shown on the page (the dir's base name)"""
+    version: int = 0
+    """bumped whenever the rows change"""
+    changed_at: float = 0.0
+    """time.time() of the last change"""
+    plan: dict | None = None
+    """plan.json, when a sweep wrote one"""
+    problems: dict[str, str] = field(default_factory=dict)
+    """file path -> one line: why it was not read and how to repair it"""
+    last_read: int = 0
+    """files read by the last refresh"""
+    _stamps: dict[tuple[str, str], _Stamp] = field(default_factory=dict, repr=False)
+    _fids: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
+    _codes: dict[str, int] = field(default_factory=dict, repr=False)
+    _hashes: list[str] = field(default_factory=list, repr=False)
+    _trials: pd.DataFrame | None = field(default=None, repr=False)
+    _curves: pd.DataFrame | None = field(default=None, repr=False)
+    _raw_trials: pd.DataFrame | None = field(default=None, repr=False)
+    _curve_parts: list[pd.DataFrame] = field(default_factory=list, repr=False)
+    _next_fid: int = field(default=0, repr=False)
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    # ------------------------------------------------------------------ reading
+
+    def _listing(self, sub: str) -> dict[str, tuple[str, _Stamp | str]]:
+        """name -> (path, stamp) of the result files of `sub`; a str instead of a stamp says
+        why the file is refused (a symlink out of the dir)."""
+        d = os.path.join(self.path, sub)
+        out: dict[str, tuple[str, _Stamp | str]] = {}
+        try:
+            entries = list(os.scandir(d))
+        except (FileNotFoundError, NotADirectoryError):
+            return out
+        for e in entries:
+            if not files.result_file(e.name):
+                continue
+            if e.is_symlink() and not inside(self.path, e.path):
+                out[e.name] = (e.path, "a symlink to a file outside the dir: not read")
+                continue
+            try:
+                st = e.stat()
+            except OSError:
+                continue  # removed between the listing and the stat (repair moved it)
+            if not os.path.isfile(e.path):
+                continue
+            out[e.name] = (e.path, _Stamp(st.st_mtime_ns, st.st_size))
+        return out
+
+    def _read_trials(self, path: str) -> pa.Table | files.Damage:
+        loc = files.Location.of(os.path.dirname(path))
+        return files.read_arrow(loc, path, TRIALS, required=TRIAL_REQUIRED_COLUMNS,
+                                exclude=(CONFIG_JSON_COLUMN,), use_threads=False)  # large, unshown
+
+    def _read_curves(self, path: str) -> pa.Table | files.Damage:
+        """config_hash and the numeric columns: the strings of every row (sweep, run_id,
+        group, arch, arm) are the trial's, kept once in the trials."""
+        loc = files.Location.of(os.path.dirname(path))
+        t = files.read_arrow(loc, path, CURVES, required=CURVE_READ_REQUIRED_COLUMNS,
+                             use_threads=False)
+        if isinstance(t, files.Damage):
+            return t
+        keep = ["config_hash"] + [f.name for f in t.schema if f.name != "schema_version" and (
+            pa.types.is_integer(f.type) or pa.types.is_floating(f.type))]
+        return t.select(keep)
+
+    def refresh(self) -> bool:
+        """Read what changed since the last call; True when the rows changed."""
+        with self.lock:
+            changed = False
+            self.last_read = 0
+            for sub, reader in ((TRIALS, self._read_trials), (CURVES, self._read_curves)):
+                changed |= self._refresh_sub(sub, reader)
+            try:
+                from grokray.sweep.store import read_plan
+
+                self.plan = read_plan(self.path)
+            except (OSError, ValueError):
+                self.plan = None
+            if changed:
+                self.version += 1
+                self.changed_at = time.time()
+            return changed
+
+    def _refresh_sub(self, sub: str, reader) -> bool:
+        """Drop the rows of files gone or rewritten, append those of new or rewritten ones."""
+        listing = self._listing(sub)
+        gone = [n for (s, n) in self._stamps if s == sub and n not in listing]
+        drop = []
+        for n in gone:
+            self._stamps.pop((sub, n))
+            drop.append(self._fids.pop((sub, n), -1))
+            self.problems.pop(os.path.join(self.path, sub, n), None)
+        todo = []
+        for name, (path, stamp) in listing.items():
+            if isinstance(stamp, str):
+                self.problems[path] = f"{path}: {stamp}"
+                continue
+            if self._stamps.get((sub, name)) != stamp:
+                todo.append((name, path, stamp))
+        if not todo and not gone:
+            return False
+        self.last_read += len(todo)
+        with ThreadPoolExecutor(_READERS) as pool:
+            results = list(pool.map(lambda t: reader(t[1]), todo))
+        tables = []
+        for (name, path, stamp), t in zip(todo, results, strict=True):
+            self._stamps[(sub, name)] = stamp
+            drop.append(self._fids.pop((sub, name), -1))
+            if isinstance(t, files.Damage):
+                self.problems[path] = t.line(self.path)
+                continue
+            self.problems.pop(path, None)
+            fid = self._next_fid
+            self._next_fid += 1
+            self._fids[(sub, name)] = fid
+            tables.append(t.append_column(FID, pa.array(np.full(t.num_rows, fid, np.int32))))
+        self._merge(sub, [f for f in drop if f >= 0], tables)
+        return True
+
+    def _merge(self, sub: str, drop: list[int], tables: list[pa.Table]) -> None:
+        """The rows of `sub` without the files `drop`, with the `tables` appended (one Arrow
+        concatenation and one conversion to pandas per refresh, whatever the file count).
+        Curves are kept in parts, joined when a view asks: a refresh costs the new files,
+        not a copy of 10^6 rows."""
+        new = _concat(tables) if tables else None
+        if sub == TRIALS:
+            old = self._raw_trials
+            if old is not None and drop:
+                old = old[~old[FID].isin(drop)]
+            parts = [p for p in (old, new) if p is not None and len(p)]
+            self._raw_trials = pd.concat(parts, ignore_index=True, sort=False) if parts \
+                else None
+            self._trials = None
+        else:
+            if drop:
+                old = self.curves
+                self._curve_parts = [old[~old[FID].isin(drop)]] if len(old) else []
+            if new is not None and len(new):
+                self._curve_parts.append(self._compact(new))
+            self._curves = None
+        pa.default_memory_pool().release_unused()  # the files' Arrow buffers are pandas' now
+
+    def _compact(self, df: pd.DataFrame) -> pd.DataFrame:
+        """config_hash -> an int32 run code (the page asks for runs by code and seed)."""
+        h = df["config_hash"].astype("category")
+        codes = np.array([self._code(x) for x in h.cat.categories], dtype=np.int32)
+        df = df.drop(columns=["config_hash"])
+        df.insert(0, "cfg", codes[h.cat.codes.to_numpy()])
+        return df
+
+    # ------------------------------------------------------------------ tables
+
+    @property
+    def trials(self) -> pd.DataFrame:
+        """One row per (config_hash, seed) (the newest run of an identity), as analysis reads
+        them (`analysis.load.normalize_trials`); a `cfg` column holds the run code."""
+        with self.lock:
+            if self._trials is None:
+                raw = self._raw_trials
+                if raw is None or raw.empty:
+                    self._trials = pd.DataFrame(columns=[*TRIAL_REQUIRED_COLUMNS, "arm", "cfg"])
+                else:
+                    df, _, _ = files.dedupe(raw)
+                    try:
+                        df = normalize_trials(df)
+                    except SchemaError as exc:
+                        self.problems[os.path.join(self.path, TRIALS)] = f"{self.path}: {exc}"
+                        df = normalize_trials(df[~(df["status"].astype(str).eq("grokked")
+                                                   & df["grok_step"].isna())])
+                    df["cfg"] = [self._code(h) for h in df["config_hash"].astype(str)]
+                    self._trials = df.reset_index(drop=True)
+            return self._trials
+
+    def _code(self, h: str) -> int:
+        c = self._codes.get(h)
+        if c is None:
+            c = self._codes[h] = len(self._hashes)
+            self._hashes.append(h)
+        return c
+
+    @property
+    def curves(self) -> pd.DataFrame:
+        """Every curve row: cfg (run code), seed, step and the numeric columns."""
+        with self.lock:
+            if self._curves is None:
+                parts = self._curve_parts
+                self._curves = pd.DataFrame(columns=["cfg", "seed", "step", FID]) if not parts \
+                    else parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True,
+                                                                     sort=False)
+                self._curve_parts = [self._curves] if parts else []
+            return self._curves
+
+    def config_hash(self, code: int) -> str:
+        """The config_hash of a run code."""
+        return self._hashes[code]
+
+    @property
+    def n_files(self) -> int:
+        """Result files read (trials and curves)."""
+        return len(self._fids)
+
+
+def sweep_dirs(path: str) -> list[str]:
+    """The sweep output dirs of `path`: itself when it has trials/, else its subdirs that do
+    (an output root such as the ledger's)."""
+    if os.path.isdir(os.path.join(path, TRIALS)):
+        return [path]
+    subs = sorted(os.path.join(path, n) for n in os.listdir(path)
+                  if os.path.isdir(os.path.join(path, n, TRIALS))
+                  and inside(path, os.path.join(path, n)))
+    return subs
+
+
+def _concat(tables: list[pa.Table]) -> pd.DataFrame:
+    """Tables whose columns may differ (metric columns appear as they are computed) as one
+    DataFrame; missing cells are null."""
+    try:
+        return pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # types no promotion reconciles: per file
+        return pd.concat([t.to_pandas() for t in tables], ignore_index=True, sort=False)

@@ -1,0 +1,290 @@
+"""What each part of the page shows, as plain JSON values, from a `SweepIndex` in memory.
+
+Counts are counts of rows; every statistic (median and IQR bands, Kaplan-Meier medians) comes
+from the analysis package (`analysis.curves.curve_bands`, `analysis.survival`). A run that did
+not grok is censored: it carries `censored: true` wherever a row or a point is sent.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+
+from analysis.curves import curve_bands
+from analysis.dashboard.figures import CENSORED, color
+from analysis.dashboard.index import FID, SweepIndex
+from analysis.errors import AnalysisError
+from analysis.load import require_arms
+from analysis.survival import TIMED, durations, km_median
+from grokray.schema import (
+    CURVE_KEY_COLUMNS,
+    IDENTITY_COLUMNS,
+    METRIC_PREFIX,
+    OUTCOME_COLUMNS,
+    PROVENANCE_COLUMNS,
+    STATUSES,
+)
+
+NOT_SWEPT = {*IDENTITY_COLUMNS, *OUTCOME_COLUMNS, *PROVENANCE_COLUMNS, FID, "file", "cfg",
+             "config_json", "group_order"}
+TABLE_OUTCOME = ["status", "grok_step", "memorize_step", "steps_run", "final_val_acc",
+                 "final_train_acc", "wall_s", "run_id"]
+SEED_CURVES_MAX = 40
+"""per-seed curves sent for one band (the first by config and seed; the page says how many)"""
+
+
+def _json(v):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return None
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return _json(float(v))
+    if isinstance(v, (np.bool_,)):
+        return bool(v)
+    if v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, pd.Timestamp):
+        return v.isoformat()
+    return v
+
+
+def censored(status) -> bool:
+    """A timed run that did not grok (not_grokked, diverged)."""
+    return status in TIMED and status != "grokked"
+
+
+def swept(T: pd.DataFrame) -> list[str]:
+    """Config columns whose value varies across the rows (the swept axes), arm first."""
+    cols = [c for c in T.columns if c not in NOT_SWEPT and not c.startswith(METRIC_PREFIX)]
+    out = []
+    for c in cols:
+        try:
+            n = T[c].astype(str).nunique()
+        except TypeError:
+            continue
+        if n > 1:
+            out.append(c)
+    return sorted(out, key=lambda c: (c != "arm", c != "group", c))
+
+
+def overview(ix: SweepIndex) -> dict:
+    """Planned / done / failed / pending, grok rate per arm, ETA, run ids, problems."""
+    T = ix.trials
+    plan = ix.plan or {}
+    planned = plan["n_trials"] * len(plan["seeds"]) if plan.get("n_trials") and \
+        plan.get("seeds") else None
+    counts = T["status"].value_counts().to_dict() if len(T) else {}
+    failed_cfg = int(T.loc[T["status"] == "failed", "config_hash"].nunique()) if len(T) else 0
+    arms = []
+    for i, (arm, g) in enumerate(T.groupby("arm", sort=True)) if len(T) else []:
+        st = g["status"]
+        ok = int((st != "failed").sum())
+        k = int((st == "grokked").sum())
+        arms.append({"arm": arm, "color": color(i), "seeds": int(len(g)), "grokked": k,
+                     "censored": int(st.isin(["not_grokked", "diverged"]).sum()),
+                     "failed": int((st == "failed").sum()),
+                     "grok_rate": k / ok if ok else None})
+    pending = None if planned is None else max(0, planned - len(T))
+    return {
+        "name": ix.name, "path": ix.path, "version": ix.version,
+        "rows": int(len(T)), "trials": int(T["config_hash"].nunique()) if len(T) else 0,
+        "trials_failed": failed_cfg, "planned_rows": planned,
+        "planned_trials": plan.get("n_trials"), "pending_rows": pending,
+        "by_status": {s: int(counts.get(s, 0)) for s in STATUSES},
+        "eta_s": _eta(T, pending), "arms": arms,
+        "run_ids": sorted(T["run_id"].astype(str).unique().tolist()) if len(T) else [],
+        "problems": sorted(ix.problems.values()), "files": ix.n_files,
+        "changed_at": ix.changed_at, "swept": swept(T) if len(T) else [],
+    }
+
+
+def _eta(T: pd.DataFrame, pending: int | None) -> float | None:
+    """Seconds left at the rate rows were written so far (None when unknown or done)."""
+    if not pending or not len(T) or "finished_at" not in T or "started_at" not in T:
+        return None
+    start = pd.to_datetime(T["started_at"], utc=True, errors="coerce").min()
+    end = pd.to_datetime(T["finished_at"], utc=True, errors="coerce").max()
+    span = (end - start).total_seconds() if pd.notna(start) and pd.notna(end) else 0.0
+    return pending * span / len(T) if span > 0 else None
+
+
+def _filtered(T: pd.DataFrame, where: dict[str, list[str]]) -> pd.DataFrame:
+    """Rows whose column values (as text) are among the given ones, for every filter."""
+    for col, values in where.items():
+        if col not in T.columns:
+            raise AnalysisError(f"no column {col!r} to filter by; columns are: "
+                                f"{', '.join(sorted(map(str, T.columns)))}")
+        T = T[T[col].astype(str).isin(values)]
+    return T
+
+
+def _keys(cfg, seed) -> np.ndarray:
+    return np.asarray(cfg, np.int64) * (1 << 32) + np.asarray(seed, np.int64)
+
+
+def _runs_curves(ix: SweepIndex, T: pd.DataFrame, metric: str, filtered: bool
+                 ) -> pd.DataFrame:
+    """The curve rows of the runs in T, with arm and config_hash for `curve_bands`."""
+    C = ix.curves
+    if C.empty or metric not in C.columns or T.empty:
+        return pd.DataFrame(columns=["arm", "config_hash", "seed", "step", metric])
+    arms = sorted(T["arm"].unique())
+    lut = np.full(int(max(C["cfg"].max(), T["cfg"].max())) + 1, -1, np.int32)  # cfg -> arm
+    lut[T["cfg"].to_numpy()] = [arms.index(a) for a in T["arm"]]
+    code = lut[C["cfg"].to_numpy()]
+    keep = code >= 0  # runs with a trials row
+    if filtered:  # a filter may keep some seeds of a config only
+        keep &= np.isin(_keys(C["cfg"], C["seed"]), _keys(T["cfg"], T["seed"]))
+    C = C.loc[keep, ["cfg", "seed", "step", metric]]
+    return C.assign(arm=pd.Categorical.from_codes(code[keep], arms), config_hash=C["cfg"])
+
+
+def metrics_of(ix: SweepIndex) -> list[str]:
+    """The curve columns that can be drawn (val_acc first)."""
+    skip = {*CURVE_KEY_COLUMNS, "cfg", FID}
+    cols = [c for c in ix.curves.columns if c not in skip]
+    return sorted(cols, key=lambda c: (c != "val_acc", c != "train_acc", c))
+
+
+def curves(ix: SweepIndex, metric: str, where: dict[str, list[str]]) -> dict:
+    """Median and IQR band per arm (analysis.curves.curve_bands), with each arm's median
+    memorization step and Kaplan-Meier median grok step as markers."""
+    metrics = metrics_of(ix)
+    if metric not in metrics:
+        raise AnalysisError(f"no curve column {metric!r}; columns are: {', '.join(metrics)}")
+    T = _filtered(ix.trials, where)
+    C = _runs_curves(ix, T, metric, bool(where))
+    out = {"metric": metric, "metrics": metrics, "version": ix.version, "bands": []}
+    if C.empty:
+        return out
+    res = curve_bands(C, metric=metric)
+    arms_all = sorted(ix.trials["arm"].unique())
+    for b in res.bands:
+        g = T[T["arm"] == b.arm]
+        mem = pd.to_numeric(g.get("memorize_step"), errors="coerce").dropna() \
+            if "memorize_step" in g else pd.Series(dtype=float)
+        try:
+            d = durations(g)
+            km = km_median(d["time"], d["event"])
+            grok, cens, max_t = km.median, km.censored, km.max_time
+        except AnalysisError:
+            grok, cens, max_t = math.nan, False, math.nan
+        out["bands"].append({
+            "arm": b.arm, "color": color(arms_all.index(b.arm)) if b.arm in arms_all
+            else CENSORED, "n_runs": b.n_runs,
+            "grokked": int((g["status"] == "grokked").sum()),
+            "censored": int(g["status"].isin(["not_grokked", "diverged"]).sum()),
+            "step": [float(s) for s in b.step], "median": [_json(v) for v in b.median],
+            "lo": [_json(v) for v in b.lo], "hi": [_json(v) for v in b.hi],
+            "memorize_step": _json(float(mem.median())) if len(mem) else None,
+            "memorized": int(len(mem)),
+            "grok_step": _json(max_t if cens else grok), "grok_censored": bool(cens),
+        })
+    return out
+
+
+def seed_curves(ix: SweepIndex, arm: str, metric: str, where: dict[str, list[str]],
+                limit: int = SEED_CURVES_MAX) -> dict:
+    """The own curves of one band's runs (the first `limit` by config and seed)."""
+    require_arms(ix.trials, [arm])
+    T = _filtered(ix.trials, where)
+    T = T[T["arm"] == arm].sort_values(["config_hash", "seed"])
+    shown = T.head(limit)
+    C = ix.curves
+    runs = []
+    if not C.empty and metric in C.columns:
+        C = C[np.isin(_keys(C["cfg"], C["seed"]), _keys(shown["cfg"], shown["seed"]))]
+        by = {k: g for k, g in C.groupby(["cfg", "seed"], sort=False)}
+        for r in shown.itertuples(index=False):
+            g = by.get((r.cfg, r.seed))
+            if g is None:
+                continue
+            g = g.sort_values("step")
+            runs.append({"config_hash": r.config_hash, "seed": int(r.seed), "status": r.status,
+                         "censored": censored(r.status),
+                         "grok_step": _json(float(r.grok_step)),
+                         "memorize_step": _json(getattr(r, "memorize_step", None)),
+                         "step": g["step"].astype(float).tolist(),
+                         "value": [_json(v) for v in g[metric].astype(float)]})
+    return {"arm": arm, "metric": metric, "n_total": int(len(T)), "runs": runs,
+            "version": ix.version}
+
+
+def trials_table(ix: SweepIndex) -> dict:
+    """Every row: its short identity, swept values and outcome."""
+    T = ix.trials
+    cols = ["config_hash", "seed", *[c for c in swept(T) if c != "seed"],
+            *[c for c in TABLE_OUTCOME if c in T.columns]]
+    cols = list(dict.fromkeys(c for c in cols if c in T.columns))
+    rows = [[_json(v) for v in row] for row in T[cols].itertuples(index=False, name=None)]
+    return {"columns": cols, "rows": rows, "version": ix.version}
+
+
+def parcoords(ix: SweepIndex) -> dict:
+    """A Plotly parallel-coordinates figure of the swept values and the grok step; lines
+    coloured by log10 grok step, censored runs grey (at the top of the colour scale)."""
+    T = ix.trials
+    T = T[T["status"] != "failed"]
+    dims = []
+    for c in swept(T) + ["grok_step"]:
+        v = T[c]
+        if c == "grok_step":
+            budget = durations(T)["time"] if len(T) else v
+            vals = np.where(T["status"] == "grokked", v, budget.reindex(T.index))
+            dims.append({"label": "grok step (censored: budget)",
+                         "values": [_json(float(x)) for x in vals]})
+        elif pd.api.types.is_numeric_dtype(v):
+            dims.append({"label": c, "values": [_json(float(x)) for x in v]})
+        else:
+            cats = sorted(v.astype(str).unique())
+            dims.append({"label": c, "values": [cats.index(x) for x in v.astype(str)],
+                         "tickvals": list(range(len(cats))), "ticktext": cats})
+    g = pd.to_numeric(T["grok_step"], errors="coerce").to_numpy(float)
+    logg = np.log10(np.where(g > 0, g, np.nan))
+    finite = logg[np.isfinite(logg)]
+    lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
+    hi = hi if hi > lo else lo + 1.0
+    top = hi + (hi - lo) * 0.05  # censored runs sit above the grokked range: grey
+    colour = np.where(T["status"] == "grokked", logg, top)
+    cut = (hi - lo) / (top - lo)
+    scale = [[0, "#440154"], [cut * 0.5, "#21918c"], [cut, "#fde725"],
+             [min(1.0, cut + 1e-6), CENSORED], [1, CENSORED]]
+    fig = {"data": [{"type": "parcoords", "dimensions": dims,
+                     "line": {"color": [_json(float(x)) for x in colour], "colorscale": scale,
+                              "cmin": lo, "cmax": top, "showscale": True,
+                              "colorbar": {"title": {"text": "log10 grok step<br>(grey: "
+                                                             "censored)"}}}}],
+           "layout": {"margin": {"l": 60, "r": 60, "t": 50, "b": 30},
+                      "title": {"text": f"{len(T)} runs: swept values and grok step "
+                                        f"({int((T['status'] == 'grokked').sum())} grokked, "
+                                        f"{int(T['status'].map(censored).sum())} censored)",
+                                "font": {"size": 13}}}}
+    return {"figure": fig, "version": ix.version}
+
+
+def compare(a: SweepIndex, b: SweepIndex) -> dict:
+    """Two sweeps side by side: per arm, seeds, grokked, censored and the Kaplan-Meier median
+    grok step (with '>' when censored)."""
+    def arms(ix: SweepIndex) -> list[dict]:
+        T = ix.trials
+        out = []
+        for arm, g in T.groupby("arm", sort=True) if len(T) else []:
+            row = {"arm": arm, "seeds": int(len(g)),
+                   "grokked": int((g["status"] == "grokked").sum()),
+                   "censored": int(g["status"].isin(["not_grokked", "diverged"]).sum())}
+            try:
+                d = durations(g)
+                km = km_median(d["time"], d["event"])
+                row["median_grok_step"] = _json(km.max_time if km.censored else km.median)
+                row["median_censored"] = bool(km.censored)
+            except AnalysisError:
+                row["median_grok_step"], row["median_censored"] = None, False
+            out.append(row)
+        return out
+
+    return {"a": {"name": a.name, "path": a.path, "arms": arms(a)},
+            "b": {"name": b.name, "path": b.path, "arms": arms(b)}, "at": time.time()}

@@ -1,0 +1,113 @@
+"""The dashboard's in-memory index: the same rows as analysis.load, only new files read on a
+refresh, damaged files and symlinks out of the dir named, not read."""
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.curves import curve_bands
+from analysis.dashboard import views
+from analysis.dashboard.index import SweepIndex
+from analysis.load import load
+
+
+@pytest.fixture()
+def sweep(tmp_path, sweepdir):
+    out = str(tmp_path / "syn")
+    sweepdir.write_sweep(out, trials=12, seeds=3, evals=20)
+    sweepdir.write_plan(out, trials=16, seeds=3)
+    return out
+
+
+def test_rows_equal_analysis_load(sweep):
+    ix = SweepIndex(sweep, "syn")
+    assert ix.refresh()
+    ref = load(sweep)
+    mine = ix.trials.sort_values(["config_hash", "seed"]).reset_index(drop=True)
+    theirs = ref.trials.sort_values(["config_hash", "seed"]).reset_index(drop=True)
+    assert len(mine) == len(theirs) == 36
+    for col in ("status", "grok_step", "arm", "seed", "memorize_step"):
+        pd.testing.assert_series_equal(mine[col], theirs[col], check_dtype=False)
+    assert len(ix.curves) == len(ref.curves) == 12 * 3 * 20  # 12 trials x 3 seeds x 20 evals
+    assert ix.last_read == 24 and not ix.refresh() and ix.last_read == 0
+
+
+def test_refresh_reads_only_new_files(sweep, sweepdir):
+    ix = SweepIndex(sweep, "syn")
+    ix.refresh()
+    v = ix.version
+    sweepdir.write_sweep(sweep, trials=2, seeds=3, evals=20, start=12)
+    assert ix.refresh() and ix.version == v + 1
+    assert ix.last_read == 4  # two trials files, two curves files
+    assert len(ix.trials) == 42 and len(ix.trials) == len(load(sweep).trials)
+    assert len(ix.curves) == len(load(sweep).curves)
+
+
+def test_removed_file_drops_its_rows(sweep):
+    ix = SweepIndex(sweep, "syn")
+    ix.refresh()
+    name = sorted(os.listdir(os.path.join(sweep, "trials")))[0]
+    n_curves = len(ix.curves)
+    for sub in ("trials", "curves"):
+        os.makedirs(os.path.join(sweep, "quarantine", sub), exist_ok=True)
+        os.rename(os.path.join(sweep, sub, name), os.path.join(sweep, "quarantine", sub, name))
+    assert ix.refresh()
+    assert len(ix.trials) == 33 and len(ix.curves) == n_curves - 3 * 20
+
+
+def test_damaged_and_symlinked_files_are_named_not_read(sweep, tmp_path, sweepdir):
+    outside = tmp_path / "secret"
+    sweepdir.write_sweep(str(outside), trials=1, seeds=1, evals=5, start=40)
+    secret = next((outside / "trials").iterdir())
+    os.symlink(secret, os.path.join(sweep, "trials", "aaaa-link.parquet"))
+    with open(os.path.join(sweep, "trials", "bbbb-bad.parquet"), "wb") as f:
+        f.write(b"PAR1 not really")
+    ix = SweepIndex(sweep, "syn")
+    ix.refresh()
+    lines = "\n".join(ix.problems.values())
+    assert "aaaa-link.parquet: a symlink to a file outside the dir: not read" in lines
+    assert "bbbb-bad.parquet: cannot read" in lines and "grokray status --repair" in lines
+    assert len(ix.trials) == 36  # neither file's rows
+
+
+def test_curve_bands_are_analysis_curves(sweep):
+    ix = SweepIndex(sweep, "syn")
+    ix.refresh()
+    got = views.curves(ix, "val_acc", {"group": ["Z5", "S3"]})
+    ref = load(sweep)
+    T = ref.trials[ref.trials["group"].isin(["Z5", "S3"])]
+    C = ref.curves.merge(T[["config_hash", "seed"]], on=["config_hash", "seed"])
+    want = curve_bands(C, metric="val_acc")
+    assert [b["arm"] for b in got["bands"]] == [b.arm for b in want.bands]
+    for g, w in zip(got["bands"], want.bands, strict=True):
+        assert g["n_runs"] == w.n_runs
+        np.testing.assert_allclose(g["median"], w.median)
+        np.testing.assert_allclose(g["lo"], w.lo)
+        np.testing.assert_allclose(g["hi"], w.hi)
+
+
+def test_overview_counts(sweep):
+    ix = SweepIndex(sweep, "syn")
+    ix.refresh()
+    o = views.overview(ix)
+    T = load(sweep).trials
+    assert o["rows"] == 36 and o["planned_rows"] == 48 and o["pending_rows"] == 12
+    assert o["by_status"]["grokked"] == int((T["status"] == "grokked").sum())
+    forge = next(a for a in o["arms"] if a["arm"] == "forge")
+    sub = T[T["arm"] == "forge"]
+    assert forge["grokked"] == int((sub["status"] == "grokked").sum())
+    assert forge["censored"] == int(sub["status"].isin(["not_grokked", "diverged"]).sum())
+    assert o["eta_s"] == pytest.approx(12 * (10 * 11 + 9) / 36)
+    assert o["swept"][:2] == ["arm", "group"]
+
+
+def test_seed_curves_mark_censored(sweep):
+    ix = SweepIndex(sweep, "syn")
+    ix.refresh()
+    r = views.seed_curves(ix, "mlp", "val_acc", {})
+    assert r["n_total"] == 9 and len(r["runs"]) == 9
+    for run in r["runs"]:
+        assert run["censored"] == (run["status"] in ("not_grokked", "diverged"))
+        assert len(run["step"]) == len(run["value"]) == 20
