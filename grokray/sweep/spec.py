@@ -73,6 +73,8 @@ TOP_KEYS = {
     "concurrency": "int >= 1 or null",
     "retries": "int >= 0",
     "search": "mapping with space, metric, mode, num_samples",
+    "capacity_study": "true when the sweep's subject is capacity (FORGE shapes below the "
+                      "faithful block on purpose); default false",
 }
 RESOURCE_KEYS = ("cpu", "gpu")
 
@@ -125,6 +127,9 @@ class SweepSpec:
     """Optuna search, or None for the grid"""
     description: str = ""
     """free text"""
+    capacity_study: bool = False
+    """the sweep's subject is capacity: its FORGE shapes may be below the group's smallest
+    faithful block (tests/unit/test_sweep_shapes.py); not part of any identity"""
 
     @property
     def sweep_dir(self) -> str:
@@ -453,6 +458,9 @@ def parse_spec(text: str | bytes, path: str = "<spec>") -> SweepSpec:
     base = _base_config(data.get("config", {}), p)
     axes, values, ykeys = _axes(data.get("axes"), data.get("zip"), p)
     search = _search(data.get("search"), p)
+    capacity_study = data.get("capacity_study", False)
+    if not isinstance(capacity_study, bool):
+        p.add(("capacity_study",), f"expected true or false, got {_short(capacity_study)}")
     if search is not None and axes:
         p.add(("search",), "a search samples configs itself; move the axes into search.space "
                            "(as choice) or into config")
@@ -482,7 +490,7 @@ def parse_spec(text: str | bytes, path: str = "<spec>") -> SweepSpec:
     return SweepSpec(
         path=path, name=name, out=out, base=base, axes=axes, values=values, seeds=seeds,
         cpu=cpu, gpu=gpu, concurrency=concurrency, retries=retries, search=search,
-        description=str(desc or ""),
+        description=str(desc or ""), capacity_study=capacity_study,
     )
 
 
