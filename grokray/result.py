@@ -67,6 +67,11 @@ class TrialResult:
     """one row per (seed, eval step): seed, step, train_loss, train_acc, val_loss, val_acc, ..."""
     group_order: int = 0
     """|G| (or the modulus), recorded in the trials table"""
+    cuda_visible_devices: str | None = None
+    """CUDA_VISIBLE_DEVICES of the process that ran it (Ray sets it to the GPU ids it assigned,
+    logical ones too), None when unset"""
+    node_id: str | None = None
+    """Ray node id it ran on (set by the sweep's writer; None outside a sweep)"""
 
     def seed_rows(self) -> list[dict[str, Any]]:
         """Per-seed summary dicts (what `grokray run --json` prints)."""

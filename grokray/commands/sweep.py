@@ -25,6 +25,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "default: an embedded local Ray")
     p.add_argument("--num-cpus", type=int, default=None,
                    help="CPUs of the embedded local Ray (default: all)")
+    p.add_argument("--num-gpus", type=float, default=None,
+                   help="GPUs of the embedded local Ray (default: those CUDA shows); logical "
+                        "ones may be declared where there are none, to schedule resources.gpu")
     p.add_argument("--local", action="store_true",
                    help="run trials one by one in this process, without Ray (debugging)")
     p.add_argument("--rerun-failed", action="store_true", help="run failed rows again")
@@ -193,7 +196,7 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     from grokray.sweep.backend import make_backend
 
     backend = make_backend(spec, plan.run_id, local=args.local, address=args.address,
-                           num_cpus=args.num_cpus)
+                           num_cpus=args.num_cpus, num_gpus=args.num_gpus)
     display = Display(plan.n_todo_trials, plan.todo_seed_steps, title=spec.name,
                       live=False if args.plain else None, keys=spec.swept_keys)
     writer = Writer(plan, display)

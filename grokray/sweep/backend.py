@@ -110,10 +110,11 @@ def outcome_summary(outcome: Outcome) -> dict[str, float]:
 
 def make_backend(spec: Any, run_id: str, *, local: bool = False, address: str | None = None,
                  num_cpus: int | None = None, keep_warm: bool = False,
-                 ) -> LocalBackend | RayBackend:
+                 num_gpus: float | None = None) -> LocalBackend | RayBackend:
     """The backend a sweep command runs `spec` on (a SweepSpec): in process with `local`, else
     Ray Tune on the cluster at `address` (or RAY_ADDRESS), else an embedded local Ray with
-    `num_cpus` CPUs, where a grid runs on warm workers (`grokray.sweep.pool`; `keep_warm`:
+    `num_cpus` CPUs and `num_gpus` GPUs (logical ones too: Ray schedules them, and a trial
+    finds no CUDA behind them), where a grid runs on warm workers (`grokray.sweep.pool`; `keep_warm`:
     leave them up for the next sweep of the same Ray session). Tune keeps its experiment state
     under `<sweep dir>/_ray`. Used by `grokray sweep` and `grokray reproduce`; entering the
     backend connects (or starts) Ray."""
@@ -128,7 +129,7 @@ def make_backend(spec: Any, run_id: str, *, local: bool = False, address: str | 
     return RayBackend(
         name=f"{spec.name}-{run_id}", storage_path=storage, cpu=spec.cpu, gpu=spec.gpu,
         concurrency=spec.concurrency, retries=spec.retries, address=address,
-        num_cpus=num_cpus, warm=not joined, keep_warm=keep_warm,
+        num_cpus=num_cpus, num_gpus=num_gpus, warm=not joined, keep_warm=keep_warm,
     )
 
 
@@ -290,6 +291,7 @@ class RayBackend:
         retries: int = 2,
         address: str | None = None,
         num_cpus: int | None = None,
+        num_gpus: float | None = None,
         trial_fn: TrialFn | None = None,
         warm: bool = False,
         keep_warm: bool = False,
@@ -303,6 +305,8 @@ class RayBackend:
         self.retries = retries
         self.address = address
         self.num_cpus = num_cpus
+        self.num_gpus = num_gpus
+        """GPUs of the embedded Ray (None: what Ray detects)"""
         self.trial_fn = trial_fn
         self.warm = warm
         """a grid runs on warm workers (`grokray.sweep.pool`), not on Ray Tune"""
@@ -345,6 +349,8 @@ class RayBackend:
             kwargs["address"] = "local"
             if self.num_cpus:
                 kwargs["num_cpus"] = self.num_cpus
+            if self.num_gpus is not None:
+                kwargs["num_gpus"] = self.num_gpus
         ray.init(**kwargs)
         self.started_ray = True
 
@@ -373,7 +379,8 @@ class RayBackend:
             raise GrokrayError(
                 f"no Ray node can fit a trial's resources (cpu {self.cpu:g}, gpu {self.gpu:g}); "
                 f"the cluster has cpu {total.get('CPU', 0):g}, gpu {total.get('GPU', 0):g} "
-                "(set resources in the spec, or join a cluster with --address)"
+                "(set resources in the spec, declare GPUs with --num-gpus, or join a cluster "
+                "with --address)"
             )
 
     def shutdown(self) -> None:
