@@ -21,9 +21,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from grokray.result import TrialResult
 
 SCHEMA_VERSION = 4
-"""4: provenance adds ray_node_id and cuda_visible_devices (identity as in 3); 3: config_hash and config_json cover the effective config (canonical group/op names, only
-the sections and fields the arch reads); 2: the same, by whole sections (the shared `model`
-section entire); 1: every section, names as written. Readers accept all; the sweep store gives
+"""4: provenance adds ray_node_id and cuda_visible_devices (identity as in 3); 3: config_hash
+and config_json cover the effective config (canonical group/op names, only the sections and
+fields the arch reads); 2: the same, by whole sections (the shared `model` section entire);
+1: every section, names as written. Readers accept all; the sweep store gives
 older rows their current identity from config_json (docs/sweeps.md)."""
 IDENTITY_VERSION = 3
 """the oldest version whose config_hash is today's identity (older rows are re-identified)"""

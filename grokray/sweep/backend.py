@@ -114,10 +114,10 @@ def make_backend(spec: Any, run_id: str, *, local: bool = False, address: str | 
     """The backend a sweep command runs `spec` on (a SweepSpec): in process with `local`, else
     Ray Tune on the cluster at `address` (or RAY_ADDRESS), else an embedded local Ray with
     `num_cpus` CPUs and `num_gpus` GPUs (logical ones too: Ray schedules them, and a trial
-    finds no CUDA behind them), where a grid runs on warm workers (`grokray.sweep.pool`; `keep_warm`:
-    leave them up for the next sweep of the same Ray session). Tune keeps its experiment state
-    under `<sweep dir>/_ray`. Used by `grokray sweep` and `grokray reproduce`; entering the
-    backend connects (or starts) Ray."""
+    finds no CUDA behind them), where a grid runs on warm workers (`grokray.sweep.pool`;
+    `keep_warm`: leave them up for the next sweep of the same Ray session). Tune keeps its
+    experiment state under `<sweep dir>/_ray`. Used by `grokray sweep` and `grokray
+    reproduce`; entering the backend connects (or starts) Ray."""
     if local:
         return LocalBackend()
     from grokray.files import join_uri

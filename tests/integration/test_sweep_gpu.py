@@ -109,7 +109,8 @@ def test_tune_packs_two_trials_per_logical_gpu(tmp_path, gpu_cluster):
     assert set(t["device"]) == {"cpu"} and set(t["cuda_visible_devices"]) == {"0", "1"}
     # 4 trials per node, 2 per (node, logical GPU): the pair saw the same id
     assert sorted(Counter(t["ray_node_id"]).values()) == [4, 4]
-    assert sorted(Counter(zip(t["ray_node_id"], t["cuda_visible_devices"])).values()) == [2] * 4
+    pairs = zip(t["ray_node_id"], t["cuda_visible_devices"], strict=True)
+    assert sorted(Counter(pairs).values()) == [2] * 4
     # and they ran at the same time: every trial's interval overlaps every other's
     latest_start, earliest_end = t["started_at"].max(), t["finished_at"].min()
     assert latest_start < earliest_end, (latest_start, earliest_end)

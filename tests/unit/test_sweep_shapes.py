@@ -87,5 +87,5 @@ def test_capacity_study_is_a_bool_outside_identity():
     plain, study = parse_spec(text), parse_spec(text + "capacity_study: true\n")
     assert (plain.capacity_study, study.capacity_study) == (False, True)
     assert [c.config_hash() for c in plain.trials()] == [c.config_hash() for c in study.trials()]
-    with pytest.raises(SpecError, match="capacity_study: expected true or false, got 'yes please'"):
+    with pytest.raises(SpecError, match="capacity_study: expected true or false, got 'yes"):
         parse_spec(text + "capacity_study: yes please\n")
