@@ -72,6 +72,11 @@ class TrialResult:
     snapshots: list[dict[str, Any]] = field(default_factory=list)
     """snapshot records, one per (seed, step, tensor) (grokray.snapshots; the store writes
     them); they travel with the result, on the Tune path inside its pickled report"""
+    cuda_visible_devices: str | None = None
+    """CUDA_VISIBLE_DEVICES of the process that ran it (Ray sets it to the GPU ids it assigned,
+    logical ones too), None when unset"""
+    node_id: str | None = None
+    """Ray node id it ran on (set by the sweep's writer; None outside a sweep)"""
 
     def seed_rows(self) -> list[dict[str, Any]]:
         """Per-seed summary dicts (what `grokray run --json` prints)."""

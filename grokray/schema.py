@@ -1,4 +1,4 @@
-"""The Parquet schema (version 3): the contract between `grokray` and `analysis`.
+"""The Parquet schema (version 4): the contract between `grokray` and `analysis`.
 
 Dependency-free on purpose (no torch, no ray at import): `analysis/` imports the column lists
 from here. `trial_frame` and `curve_frame` turn a `TrialResult` into the two tables; the store
@@ -20,14 +20,16 @@ import pandas as pd
 if TYPE_CHECKING:  # pragma: no cover
     from grokray.result import TrialResult
 
-SCHEMA_VERSION = 3
-"""3: config_hash and config_json cover the effective config (canonical group/op names, only
-the sections and fields the arch reads); 2: the same, by whole sections (the shared `model`
-section entire); 1: every section, names as written. Readers accept all; the sweep store gives
-older rows their current identity from config_json (docs/sweeps.md). A version grows by optional
-columns without a bump (readers treat a missing optional column as absent): v3 curves gained
-`weight_norm` and `weight_norm_<group>`, v3 trials `grok_step_lo`, `eval_schedule` and
-`evals_per_decade`."""
+SCHEMA_VERSION = 4
+"""4: provenance adds ray_node_id and cuda_visible_devices (identity as in 3); 3: config_hash
+and config_json cover the effective config (canonical group/op names, only the sections and
+fields the arch reads); 2: the same, by whole sections (the shared `model` section entire);
+1: every section, names as written. Readers accept all; the sweep store gives older rows their
+current identity from config_json (docs/sweeps.md). A version grows by optional columns without
+a bump (readers treat a missing optional column as absent): curves gained `weight_norm` and
+`weight_norm_<group>`, trials `grok_step_lo`, `eval_schedule` and `evals_per_decade`."""
+IDENTITY_VERSION = 3
+"""the oldest version whose config_hash is today's identity (older rows are re-identified)"""
 
 STATUSES = ("grokked", "not_grokked", "diverged", "failed")
 """a seed's outcome (the `status` column)"""
@@ -46,7 +48,7 @@ OUTCOME_COLUMNS = [
 ]
 PROVENANCE_COLUMNS = [
     "grokray_version", "git_commit", "torch_version", "ray_version", "python_version",
-    "device", "hostname", "started_at", "finished_at",
+    "device", "hostname", "ray_node_id", "cuda_visible_devices", "started_at", "finished_at",
 ]
 OPTIONAL_OUTCOME_COLUMNS = ["grok_step_lo"]
 """outcome columns older files lack: `grok_step_lo`, the eval before `grok_step` (the grok
@@ -97,7 +99,8 @@ def _git_commit() -> str | None:
 
 
 def provenance(device: str) -> dict[str, Any]:
-    """Provenance columns known at write time (versions, commit, host)."""
+    """Provenance columns known at write time (versions, commit, host); the trial's own
+    (ray_node_id, cuda_visible_devices, times) come from its result."""
     from grokray import __version__
 
     torch_mod = sys.modules.get("torch")
@@ -148,6 +151,8 @@ def trial_frame(result: TrialResult, sweep: str, run_id: str) -> pd.DataFrame:
         for name, v in sorted(s.metrics.items()):
             row[f"{METRIC_PREFIX}{name}"] = _f(v)
         row.update(prov)
+        row["ray_node_id"] = result.node_id
+        row["cuda_visible_devices"] = result.cuda_visible_devices
         row["started_at"] = _utc(result.started_at)
         row["finished_at"] = _utc(result.finished_at)
         row[CONFIG_JSON_COLUMN] = cjson
@@ -155,7 +160,7 @@ def trial_frame(result: TrialResult, sweep: str, run_id: str) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     for c in NULLABLE_INT_COLUMNS:
         df[c] = df[c].astype("Int64")
-    for c in ("error", "git_commit", "ray_version"):
+    for c in ("error", "git_commit", "ray_version", "ray_node_id", "cuda_visible_devices"):
         df[c] = df[c].astype("string")
     return df
 

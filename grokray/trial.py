@@ -9,6 +9,8 @@ curve rows (dicts with seed, step, train/val loss/acc, ...) in `run.rows`, and s
 
 from __future__ import annotations
 
+import os
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,11 +50,15 @@ ProgressFn = Callable[[Progress], None]
 
 
 def resolve_device(name: str) -> torch.device:
-    """auto -> cuda when available, else cpu."""
+    """auto -> cuda when available, else cpu; cuda without CUDA is an error (never a silent CPU
+    run), naming the host and the GPU ids the process was given."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"device {name!r} requested but CUDA is not available; valid: auto, cpu")
+        seen = os.environ.get("CUDA_VISIBLE_DEVICES")
+        given = f", CUDA_VISIBLE_DEVICES={seen}" if seen is not None else ""
+        raise ConfigError(f"device {name!r} requested but CUDA is not available on "
+                          f"{socket.gethostname()}{given}; valid: auto, cpu")
     return torch.device(name)
 
 
@@ -70,6 +76,8 @@ class TrialRun:
         self.family = get_family(cfg.arch)
         self.started_at = datetime.now(timezone.utc)
         self.t0 = time.perf_counter()
+        self.visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        """the GPU ids this process was given (Ray sets them), recorded with the result"""
         self.device = resolve_device(cfg.device)
         self.dtype = {"float32": torch.float32, "float64": torch.float64}[cfg.dtype]
         self.task = make_task(cfg.group, cfg.op)
@@ -101,6 +109,7 @@ class TrialRun:
             wall_s=time.perf_counter() - self.t0, started_at=self.started_at,
             finished_at=datetime.now(timezone.utc), seeds=[self.outcome[s] for s in self.seeds],
             curves=curves, group_order=int(self.task.n_in), snapshots=self.snapshots,
+            cuda_visible_devices=self.visible,
         )
 
 

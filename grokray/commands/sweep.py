@@ -29,6 +29,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "default: an embedded local Ray")
     p.add_argument("--num-cpus", type=int, default=None,
                    help="CPUs of the embedded local Ray (default: all)")
+    p.add_argument("--num-gpus", type=float, default=None,
+                   help="GPUs of the embedded local Ray (default: those CUDA shows); logical "
+                        "ones may be declared where there are none, to schedule resources.gpu")
     p.add_argument("--local", action="store_true",
                    help="run trials one by one in this process, without Ray (debugging)")
     p.add_argument("--rerun-failed", action="store_true", help="run failed rows again")
@@ -225,7 +228,7 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
         print("nothing to run: every (config, seed) has a row", flush=True)
         return _summary(spec.sweep_dir) if args.summary else 0
 
-    session = None if args.local else RaySession(args.address, args.num_cpus)
+    session = None if args.local else RaySession(args.address, args.num_cpus, args.num_gpus)
     writer = sweep_writer(plan, plain=args.plain)
     signals = on_signals()
     logs = ""

@@ -54,6 +54,8 @@ class Display:
         self.seed_steps_done = 0
         self.t0 = time.monotonic()
         self._live: Any = None
+        self.cpu_fallback = False
+        """a trial given a GPU ran on the CPU under `device: auto` (said once)"""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -88,6 +90,12 @@ class Display:
         self.seeds_done += len(statuses)
         self.seeds_grokked += statuses.count("grokked")
         self.seed_steps_done += len(cfg.seeds) * cfg.steps
+        visible = getattr(result, "cuda_visible_devices", None)
+        if visible and cfg.device == "auto" and result.device == "cpu" and not self.cpu_fallback:
+            self.cpu_fallback = True
+            self.say(f"device auto: Ray gave trials GPUs (CUDA_VISIBLE_DEVICES={visible}) but "
+                     "CUDA is not available there: they run on the CPU (device: cuda makes "
+                     "this an error)")
         if not self.live:
             what = f"FAILED {outcome.error}" if outcome.error else \
                 f"{statuses.count('grokked')}/{len(statuses)} grokked"
@@ -96,6 +104,13 @@ class Display:
             print(f"[{self.done + self.failed}/{self.n_trials}] {self.label(cfg)}: {what} "
                   f"({outcome.wall_s:.1f}s, cpu {cpu:.1f}s) | {self.counts()}{ctx}",
                   file=self.stream, flush=True)
+
+    def say(self, line: str) -> None:
+        """One line to the user, above the live panel or between the progress lines."""
+        if self._live is not None:
+            self._live.console.print(line, markup=False, highlight=False)
+        else:
+            print(line, file=self.stream, flush=True)
 
     def label(self, cfg: TrialConfig) -> str:
         """`key=value ...` of the swept keys (arm and group when nothing is swept), then the

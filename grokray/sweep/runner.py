@@ -217,6 +217,8 @@ class Writer:
         if result is None:
             result = failed_result(outcome.config, outcome.error or "trial failed",
                                    outcome.wall_s)
+        if result.node_id is None and outcome.node_id not in (None, "local"):
+            result.node_id = outcome.node_id
         try:
             store.write_result(result, self.plan.spec.sweep_dir, sweep=self.plan.spec.name,
                                run_id=self.plan.run_id)

@@ -36,11 +36,15 @@ imported, so on entering a session."""
 
 class RaySession:
     """A connection to Ray: the cluster at `address` (or RAY_ADDRESS), else an embedded local
-    Ray with `num_cpus` CPUs (default: all); it holds the warm workers (`WarmWorkers`)."""
+    Ray with `num_cpus` CPUs (default: all) and `num_gpus` GPUs (default: what Ray detects;
+    logical ones too: Ray schedules them, and a trial finds no CUDA behind them); it holds the
+    warm workers (`WarmWorkers`)."""
 
-    def __init__(self, address: str | None = None, num_cpus: int | None = None):
+    def __init__(self, address: str | None = None, num_cpus: int | None = None,
+                 num_gpus: float | None = None):
         self.address = address
         self.num_cpus = num_cpus
+        self.num_gpus = num_gpus
         self.started_ray = False
         """this session started the Ray it runs on (and stops it on leaving)"""
         self.warm = WarmWorkers()
@@ -72,6 +76,8 @@ class RaySession:
                 kwargs["address"] = "local"
                 if self.num_cpus:
                     kwargs["num_cpus"] = self.num_cpus
+                if self.num_gpus is not None:
+                    kwargs["num_gpus"] = self.num_gpus
             ray.init(**kwargs)
             self.started_ray = True
         # Tune's ResultGrid looks for per-trial result.json files, which we do not write
@@ -101,7 +107,8 @@ class RaySession:
             raise GrokrayError(
                 f"no Ray node can fit a trial's resources (cpu {cpu:g}, gpu {gpu:g}); "
                 f"the cluster has cpu {total.get('CPU', 0):g}, gpu {total.get('GPU', 0):g} "
-                "(set resources in the spec, or join a cluster with --address)"
+                "(set resources in the spec, declare GPUs with --num-gpus, or join a cluster "
+                "with --address)"
             )
 
     @staticmethod

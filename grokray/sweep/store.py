@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 from grokray import files
 from grokray.errors import GrokrayError, SchemaError
 from grokray.schema import CONFIG_JSON_COLUMN as CONFIG_JSON
-from grokray.schema import ID_COLUMNS, SCHEMA_VERSION
+from grokray.schema import ID_COLUMNS, IDENTITY_VERSION
 
 TRIALS = "trials"
 CURVES = "curves"
@@ -301,7 +301,7 @@ class Manifest:
         if t.damaged:
             raise SchemaError(files.problems_error(os.fspath(out_dir), t.damaged))
         rows = t.frame
-        if len(rows) and "schema_version" in rows and (rows["schema_version"] < SCHEMA_VERSION
+        if len(rows) and "schema_version" in rows and (rows["schema_version"] < IDENTITY_VERSION
                                                        ).any():
             rows = rows.copy()
             rows["config_hash"] = current_identity(rows)
@@ -372,7 +372,7 @@ def current_identity(df: pd.DataFrame) -> list[str]:
     out, cache = [], {}
     for h, v, cj in zip(df["config_hash"], df["schema_version"],
                         df[CONFIG_JSON] if CONFIG_JSON in df else [None] * len(df), strict=True):
-        if int(v) >= SCHEMA_VERSION or not isinstance(cj, str):
+        if int(v) >= IDENTITY_VERSION or not isinstance(cj, str):
             out.append(h)
             continue
         if cj not in cache:

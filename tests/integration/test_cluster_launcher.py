@@ -1,6 +1,8 @@
 """The cluster path for real, on this machine: `ray up` with cluster.onprem.yaml (a head at
 127.0.0.1 and a worker at 127.0.0.2, both reached over SSH), `ray job submit` of the smoke sweep,
-the Parquet rows and where the trials ran, `grokray status`, `ray down`.
+the Parquet rows and where the trials ran, `grokray status`, `ray down`. The nodes declare 4 CPUs
+and 2 logical GPUs each (`ray start --num-gpus 2`, no GPU present), and a second job runs 8
+trials at `gpu: 0.5, cpu: 1`: 4 at once per node, 2 per logical GPU, on the CPU.
 
 Slow and opt-in (--runslow); skipped unless sshd, rsync and key login to 127.0.0.1 are available
 (`scripts/loopback_cluster.sh prepare` sets them up). sshd runs in its own PID namespace
@@ -70,9 +72,13 @@ def _run(args, env, timeout, check=True) -> subprocess.CompletedProcess:
 
 
 def _config(base: Path) -> Path:
-    """cluster.onprem.yaml with its CHANGE-marked settings set for this run."""
+    """cluster.onprem.yaml with its CHANGE-marked settings set for this run: each node declares
+    4 CPUs and 2 logical GPUs."""
     text = (ROOT / "cluster.onprem.yaml").read_text()
     text = text.replace("/tmp/grokray-ray/", f"{base}/").replace("~/grokray-venv", sys.prefix)
+    start = "--num-cpus=1 --object-store-memory"  # the head's and the worker's ray start
+    assert text.count(start) == 2
+    text = text.replace(start, "--num-cpus=4 --num-gpus=2 --object-store-memory")
     cfg = yaml.safe_load(text)
     cfg["cluster_name"] = f"grokray-test-{os.getpid()}"
     cfg["auth"]["ssh_private_key"] = str(KEY)
@@ -80,6 +86,41 @@ def _config(base: Path) -> Path:
     path = base / "cluster.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
+
+
+def _smoke(base: Path) -> Path:
+    """sweeps/smoke.yaml at 3 CPUs per trial: with 4 per node, its 2 concurrent trials run on
+    two nodes."""
+    text = (ROOT / "sweeps" / "smoke.yaml").read_text()
+    assert "resources: {cpu: 1, gpu: 0}" in text
+    path = base / "smoke.yaml"
+    path.write_text(text.replace("resources: {cpu: 1, gpu: 0}", "resources: {cpu: 3, gpu: 0}"))
+    return path
+
+
+GPU_SPEC = """\
+name: gpu_share
+config: {train_frac: 0.5, device: auto, arch: mlp, model: {d: 8, hidden: 16},
+         metrics: {patience: 0}}
+axes: {group: [Z5, Z6, Z7, Z8, Z9, S3, D4, Q8]}
+seeds: 1
+steps: 2500
+eval_every: 500
+resources: {cpu: 1, gpu: 0.5}
+concurrency: null
+retries: 0
+"""
+
+
+def most_at_once(rows: pd.DataFrame) -> int:
+    """The most rows whose [started_at, finished_at] intervals hold one instant."""
+    events = sorted([(s, 1) for s in rows["started_at"]] + [(f, -1) for f in rows["finished_at"]],
+                    key=lambda e: (e[0], e[1]))
+    now = most = 0
+    for _, d in events:
+        now += d
+        most = max(most, now)
+    return most
 
 
 def _alive_nodes(env) -> list[str]:
@@ -141,7 +182,7 @@ def test_ray_up_job_submit_status_down():
 
         # 2. the sweep as a Ray job; the driver on the head, trials on both nodes
         job = _run([BIN / "ray", "job", "submit", "--address", DASHBOARD,
-                    "--working-dir", ROOT, "--", "grokray", "sweep", "sweeps/smoke.yaml",
+                    "--working-dir", ROOT, "--", "grokray", "sweep", _smoke(base),
                     "--address", "auto", "--out", out, "--plain"], env, 600)
         assert "succeeded" in job.stdout + job.stderr
         lap("job")
@@ -191,7 +232,35 @@ def test_ray_up_job_submit_status_down():
                       120)
         assert "12 seed-rows of 12 planned, 0 pending" in status.stdout
 
-        # 5. ray down
+        # 5. fractional GPUs: 8 trials at gpu 0.5 on 2 nodes x 2 logical GPUs, all at once
+        (base / "gpu.yaml").write_text(GPU_SPEC)
+        job = _run([BIN / "ray", "job", "submit", "--address", DASHBOARD, "--working-dir", ROOT,
+                    "--", "grokray", "sweep", base / "gpu.yaml", "--address", "auto", "--out",
+                    out, "--plain", "--no-summary"], env, 600)
+        said = [ln for ln in (job.stdout + job.stderr).splitlines()
+                if ln.startswith("device auto:")]
+        assert len(said) == 1 and "they run on the CPU" in said[0], job.stdout[-3000:]
+        lap("gpu job")
+        t = pd.concat(pd.read_parquet(p) for p in (out / "gpu_share" / "trials").glob("*.parquet"))
+        ip = {n["node_id"]: n["node_ip"] for n in json.loads(_run(
+            [BIN / "ray", "list", "nodes", "--address", DASHBOARD, "--format", "json"],
+            env, 60).stdout)}
+        t["node"] = t["ray_node_id"].map(ip)
+        assert len(t) == 8 and set(t["status"]) <= {"grokked", "not_grokked"}, t["error"].tolist()
+        assert set(t["device"]) == {"cpu"} and set(t["node"]) == set(nodes), t["node"].tolist()
+        per_gpu = t.groupby(["node", "cuda_visible_devices"])
+        print("gpu 0.5 trials (node, CUDA_VISIBLE_DEVICES: trials, most at once): " + "; ".join(
+            f"{n} {g}: {len(rows)}, {most_at_once(rows)}" for (n, g), rows in per_gpu)
+            + "; per node most at once, all-running window (s): " + ", ".join(
+            f"{n} {most_at_once(rows)}, "
+            f"{(rows['finished_at'].min() - rows['started_at'].max()).total_seconds():.1f}"
+            for n, rows in t.groupby("node")))
+        assert {k: len(rows) for k, rows in per_gpu} == {
+            (n, g): 2 for n in nodes for g in ("0", "1")}
+        assert all(most_at_once(rows) == 2 for _, rows in per_gpu)  # the pair shared its GPU
+        assert all(most_at_once(rows) == 4 for _, rows in t.groupby("node"))
+
+        # 6. ray down
         _run([BIN / "ray", "down", "-y", cfg], env, 180)
         lap("ray down")
     finally:

@@ -75,7 +75,7 @@ def test_the_parquet_holds_canonical_names_and_the_effective_config(tmp_path):
     r = run_trial(cfg)
     t, c = trial_frame(r, "x", "r"), curve_frame(r, "x", "r")
     assert set(t["group"]) == set(c["group"]) == {"S3"} and set(t["op"]) == {"group"}
-    assert set(t["schema_version"]) == {SCHEMA_VERSION} == {3}
+    assert set(t["schema_version"]) == {SCHEMA_VERSION} == {4}
     stored = json.loads(t["config_json"].iloc[0])
     assert "forge" not in stored and "rfm" not in stored and stored["model"]["d"] == 4
     assert "rank" not in stored["model"]
