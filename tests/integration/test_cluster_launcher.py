@@ -247,7 +247,8 @@ def test_ray_up_job_submit_status_down():
             env, 60).stdout)}
         t["node"] = t["ray_node_id"].map(ip)
         assert len(t) == 8 and set(t["status"]) <= {"grokked", "not_grokked"}, t["error"].tolist()
-        assert set(t["device"]) == {"cpu"} and set(t["node"]) == set(nodes), t["node"].tolist()
+        assert set(t["device"]) == {"cpu"} and set(t["node"]) <= set(nodes), t["node"].tolist()
+        assert set(t["cuda_visible_devices"]) <= {"0", "1"}, t["cuda_visible_devices"].tolist()
         per_gpu = t.groupby(["node", "cuda_visible_devices"])
         print("gpu 0.5 trials (node, CUDA_VISIBLE_DEVICES: trials, most at once): " + "; ".join(
             f"{n} {g}: {len(rows)}, {most_at_once(rows)}" for (n, g), rows in per_gpu)
@@ -255,10 +256,14 @@ def test_ray_up_job_submit_status_down():
             f"{n} {most_at_once(rows)}, "
             f"{(rows['finished_at'].min() - rows['started_at'].max()).total_seconds():.1f}"
             for n, rows in t.groupby("node")))
-        assert {k: len(rows) for k, rows in per_gpu} == {
-            (n, g): 2 for n in nodes for g in ("0", "1")}
-        assert all(most_at_once(rows) == 2 for _, rows in per_gpu)  # the pair shared its GPU
-        assert all(most_at_once(rows) == 4 for _, rows in t.groupby("node"))
+        # Ray's fractional GPUs: never more than two trials on one (node, logical GPU), never
+        # more than four on a node, and trials did share a GPU. Which node takes how many is
+        # timing (Tune reuses a finished trial's actor before a slower node's actors start: at
+        # load 5-10 the head once ran 7 of the 8); the exact 4 per node, 2 per GPU, all at once
+        # is asserted with a barrier in tests/integration/test_sweep_gpu.py.
+        assert all(most_at_once(rows) <= 2 for _, rows in per_gpu)
+        assert any(most_at_once(rows) == 2 for _, rows in per_gpu)  # a pair shared its GPU
+        assert all(most_at_once(rows) <= 4 for _, rows in t.groupby("node"))
 
         # 6. ray down
         _run([BIN / "ray", "down", "-y", cfg], env, 180)
