@@ -51,8 +51,9 @@ def _write_plan(d: Path, spec: str) -> None:
     store.write_plan(d, plan_record(make_plan(load_spec(str(L.repo_root() / spec)))))
 
 
-def _rows(out):
-    return {r.claim.key: r for r in L.ledger(out, current_only=False).rows}
+def _rows(out, *, current_only=False, scale="cpu"):
+    """The ledger's rows of one scale by claim key."""
+    return {r.claim.key: r for r in L.ledger(out, current_only=current_only).columns[scale]}
 
 
 def test_ledger_rows_from_the_fixture(out):
@@ -84,7 +85,7 @@ def test_claims_without_data_are_not_run_rows(out, tmp_path):
                 "forge.cp_rank_s4"):
         assert rows[key].verdict == L.NOT_RUN and math.isnan(rows[key].measured.value)
     empty = L.ledger(tmp_path / "nothing")
-    assert {r.verdict for r in empty.rows} == {L.NOT_RUN}
+    assert {r.verdict for s in L.SCALES for r in empty.columns[s]} == {L.NOT_RUN}
 
 
 def test_rows_of_other_configs_are_not_read_as_the_claim(tmp_path, tiny):
@@ -92,7 +93,7 @@ def test_rows_of_other_configs_are_not_read_as_the_claim(tmp_path, tiny):
     # names (as `grokray sweep` writes it): by default they are not taken for the claim (a
     # sweep dir may hold rows of an older default)
     _write_plan(tiny.write_ablation(tmp_path / "scaling_cpu"), "sweeps/cpu/scaling.yaml")
-    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.scaling.alpha"]
+    r = _rows(tmp_path, current_only=True)["forge.scaling.alpha"]
     assert r.verdict == L.NOT_RUN and "other configs" in r.measured.detail
 
 
@@ -217,7 +218,7 @@ def test_current_rows_are_the_identities_the_plan_names(tmp_path, tiny):
     d = tiny.write_ablation(tmp_path / "nonabelian_cpu")
     T = load([d]).trials
     _plan(d, sorted(set(T["config_hash"])), [0, 1])  # the sweep now runs seeds 0 and 1 only
-    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.nonabelian.mlp_fails"]
+    r = _rows(tmp_path, current_only=True)["forge.nonabelian.mlp_fails"]
     sub = T[T["seed"].isin([0, 1]) & T["group"].isin(["S3", "D4", "A4"])
             & T["arm"].isin(["mlp", "forge"]) & (T["status"] != "failed")]
     g = int((sub["status"] == "grokked").sum())
@@ -228,7 +229,7 @@ def test_current_rows_are_the_identities_the_plan_names(tmp_path, tiny):
 
 def test_a_dir_without_a_plan_has_every_row_read_and_says_so(tmp_path, tiny):
     tiny.write_ablation(tmp_path / "nonabelian_cpu")
-    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.nonabelian.mlp_fails"]
+    r = _rows(tmp_path, current_only=True)["forge.nonabelian.mlp_fails"]
     assert (r.measured.grokked, r.measured.censored) == (8, 10)
     assert r.measured.detail.endswith(L.sweeps.NO_PLAN)
 
@@ -236,7 +237,7 @@ def test_a_dir_without_a_plan_has_every_row_read_and_says_so(tmp_path, tiny):
 def test_a_plan_that_is_not_a_plan_is_a_not_run_row(tmp_path, tiny):
     d = tiny.write_ablation(tmp_path / "nonabelian_cpu")
     (d / "plan.json").write_text('{"config_hashes": ["ab"]}')  # no seeds
-    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.nonabelian.mlp_fails"]
+    r = _rows(tmp_path, current_only=True)["forge.nonabelian.mlp_fails"]
     assert r.verdict == L.NOT_RUN and "cannot read" in r.measured.detail
 
 
