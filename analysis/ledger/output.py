@@ -17,7 +17,7 @@ SCALE_COLUMNS = ("measured", "ci_low", "ci_high", "grokked", "censored", "verdic
 """one scale's columns (the CPU scale's unprefixed)"""
 
 
-def prefix(scale: str) -> str:
+def _prefix(scale: str) -> str:
     """The prefix of a scale's columns and verdict note: none for the CPU scale."""
     return "" if scale == BASE_SCALE else f"{scale}-scale "
 
@@ -38,7 +38,7 @@ def ledger_table(L: Ledger) -> Table:
         for i, c in enumerate(first)
     )
     counts = tuple(
-        f"{prefix(s)}verdicts: " + ", ".join(
+        f"{_prefix(s)}verdicts: " + ", ".join(
             f"{v} {sum(r.verdict == v for r in L.columns[s])}" for v in VERDICTS)
         for s in scales)
     notes = (*counts,
@@ -47,7 +47,7 @@ def ledger_table(L: Ledger) -> Table:
              "of non-durations, delta method or the separation bracket for the capacity "
              "threshold.")
     return Table(f"Reproduction ledger ({' and '.join(scales)} scale, {L.out})",
-                 (*CLAIM_COLUMNS, *(prefix(s) + col for s in scales for col in SCALE_COLUMNS)),
+                 (*CLAIM_COLUMNS, *(_prefix(s) + col for s in scales for col in SCALE_COLUMNS)),
                  rows, notes)
 
 

@@ -236,10 +236,11 @@ def _dry_run(specs: list[Any], n_cpus: int | None) -> int:  # noqa: ANN401
     costs = model_estimates(specs, n_cpus)
     for spec, cost in zip(specs, costs, strict=True):
         print(describe(make_plan(spec, build=False)) + "\n" + cost_text(cost), flush=True)
-    up, ex = (sum(getattr(c, k) for c in costs) for k in ("wall_s_upper", "wall_s_expected"))
-    cpu = sum(c.cpu_s_expected for c in costs)
+    up, ex, cpu, gup, gex = (sum(getattr(c, k) for c in costs) for k in (
+        "wall_s_upper", "wall_s_expected", "cpu_s_expected", "gpu_s_upper", "gpu_s_expected"))
     print(f"estimated wall time left (cost model, one Ray session): {ex / 60:.1f} min expected, "
-          f"{up / 60:.1f} min upper bound; {cpu / 3600:.2f} CPU h expected", flush=True)
+          f"{up / 60:.1f} min upper bound; {cpu / 3600:.2f} CPU h expected; GPU {gup / 3600:.2f} "
+          f"h upper, {gex / 3600:.2f} h expected (uncalibrated)", flush=True)
     return 0
 
 
