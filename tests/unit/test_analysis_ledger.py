@@ -252,15 +252,7 @@ def test_each_claim_names_its_specs_sweep_and_reproduce_runs_them():
     assert len(measured) == 22 and len(L.CLAIMS) == 24
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    ("measure: speedup", "measure 'speedups'; valid: speedup,"),
-    ("params: {arm: forge, base: mlp}", "params of speedup: got an unexpected keyword"),
-    ("tol: 0.25", "unknown keys tolerance; valid:"),
-    ("paper_value: 10.1", "paper_value 'ten'; valid: a number or a ratio a/b"),
-    ("paper: forge", "paper 'forge2'; valid: forge, geom, rfm"),
-])
-def test_a_claim_the_measures_cannot_run_fails_at_load(edit, message):
-    good = """claims:
+GOOD = """claims:
   - key: k
     paper: forge
     claim: c
@@ -271,12 +263,57 @@ def test_a_claim_the_measures_cannot_run_fails_at_load(edit, message):
     measure: speedup
     params: {arm: forge, base: mlp}
     tol: 0.25
+    scales:
+      paper: {spec: sweeps/paper/a5_ablation.yaml, sweep: a5_ablation_paper}
 """
-    assert L.load_claims(good)[0].params == {"arm": "forge", "base": "mlp"}
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ("measure: speedup", "measure 'speedups'; valid: speedup,"),
+    ("params: {arm: forge, base: mlp}", "params of speedup: got an unexpected keyword"),
+    ("tol: 0.25", "unknown keys tolerance; valid:"),
+    ("paper_value: 10.1", "paper_value 'ten'; valid: a number or a ratio a/b"),
+    ("paper: forge", "paper 'forge2'; valid: forge, geom, rfm"),
+])
+def test_a_claim_the_measures_cannot_run_fails_at_load(edit, message):
+    assert L.load_claims(GOOD)[0].params == {"arm": "forge", "base": "mlp"}
     bad = {"measure: speedup": "measure: speedups",
            "params: {arm: forge, base: mlp}": "params: {arm: forge, base: mlp, by: op}",
            "tol: 0.25": "tolerance: 0.25", "paper_value: 10.1": "paper_value: ten",
            "paper: forge": "paper: forge2"}[edit]
     with pytest.raises(ValueError, match="claim 'k'") as err:
-        L.load_claims(good.replace(edit, bad))
+        L.load_claims(GOOD.replace(edit, bad))
+    assert message in str(err.value)
+
+
+def test_a_scale_block_overrides_only_what_differs():
+    c = L.load_claims(GOOD.replace("a5_ablation_paper}", "a5_ablation_paper, "
+                                   "params: {arm: forge+grokfast, base: mlp}}"))[0]
+    p = c.at("paper")
+    assert (p.spec, p.sweep, p.measure) == ("sweeps/paper/a5_ablation.yaml",
+                                            "a5_ablation_paper", "speedup")
+    assert p.params == {"arm": "forge+grokfast", "base": "mlp"} and c.at("cpu") is c
+    none = L.load_claims(GOOD.replace("      paper: {spec: sweeps/paper/a5_ablation.yaml, "
+                                      "sweep: a5_ablation_paper}\n",
+                                      "      paper: {why_not: needs QM9}\n"))[0].at("paper")
+    assert (none.spec, none.measure, none.why_not) == ("", "", "needs QM9")
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("      paper: {", "      gpu: {", "scale 'gpu'; valid: paper"),
+    ("sweep: a5_ablation_paper}", "sweep: a5_ablation_paper, seeds: 9}",
+     "scales.paper: valid keys spec, sweep, where, params, analyze, why_not"),
+    ("spec: sweeps/paper/a5", "spec: sweeps/cpu/a5",
+     "at scale paper: spec sweeps/cpu/a5_ablation.yaml; valid: a spec under sweeps/paper/"),
+    ("spec: sweeps/cpu/a5", "spec: sweeps/paper/a5",
+     "spec sweeps/paper/a5_ablation.yaml; valid: a spec under sweeps/cpu/"),
+    ("sweep: a5_ablation_paper}", "sweep: a5_ablation_paper, params: {arms: forge}}",
+     "at scale paper: params of speedup: "),
+    ("{spec: sweeps/paper/a5_ablation.yaml, ", "{",
+     "at scale paper: a measured claim has spec, sweep and measure"),
+])
+def test_a_bad_scale_block_fails_at_load(old, new, message):
+    assert old in GOOD
+    with pytest.raises(ValueError, match="claim 'k'") as err:
+        L.load_claims(GOOD.replace(old, new, 1))
     assert message in str(err.value)
