@@ -29,7 +29,7 @@ SCALES = {"cpu": "sweeps/cpu", "paper": "sweeps/paper"}
 """the ledger's scales -> the directory of their sweep specs (relative to the repository root);
 a claim's own fields are the CPU scale's, its `scales` block the others'"""
 BASE_SCALE = "cpu"
-SCALE_KEYS = ("spec", "sweep", "where", "params", "analyze", "why_not")
+SCALE_KEYS = ("spec", "sweep", "where", "measure", "params", "analyze", "why_not")
 """what a claim's `scales` block may set for a scale"""
 
 
@@ -48,7 +48,8 @@ class Claim:
     paper_text: str
     """How the paper states it."""
     spec: str = ""
-    """The CPU-scale sweep spec (relative to the repository root); "" when none exists."""
+    """The sweep spec (relative to the repository root; the CPU scale's, another scale's through
+    `at`); "" when none exists."""
     sweep: str = ""
     """The spec's sweep name: the output dir the claim reads (OUT/<sweep>)."""
     where: Mapping[str, Any] = field(default_factory=dict)
@@ -68,8 +69,8 @@ class Claim:
     why_not: str = ""
     """For a claim no sweep of its scale measures: why."""
     scales: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    """Scale (other than cpu) -> the fields that differ there (SCALE_KEYS): its spec and sweep,
-    or a why_not."""
+    """Scale (other than cpu) -> the fields that differ there (SCALE_KEYS): its spec and sweep
+    (and measure, for a claim no CPU sweep measures), or a why_not."""
 
     def at(self, scale: str) -> Claim:
         """The claim as the sweeps of `scale` measure it (cpu: itself); a scale it names no
@@ -82,7 +83,6 @@ class Claim:
             over = {"spec": "", "sweep": "", "measure": "", "where": {}, "params": {},
                     "analyze": "", **over}
         return replace(self, **over, scales={})
-
 
 
 def repo_root() -> Path:

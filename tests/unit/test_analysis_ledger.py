@@ -302,7 +302,7 @@ def test_a_scale_block_overrides_only_what_differs():
 @pytest.mark.parametrize(("old", "new", "message"), [
     ("      paper: {", "      gpu: {", "scale 'gpu'; valid: paper"),
     ("sweep: a5_ablation_paper}", "sweep: a5_ablation_paper, seeds: 9}",
-     "scales.paper: valid keys spec, sweep, where, params, analyze, why_not"),
+     "scales.paper: valid keys spec, sweep, where, measure, params, analyze, why_not"),
     ("spec: sweeps/paper/a5", "spec: sweeps/cpu/a5",
      "at scale paper: spec sweeps/cpu/a5_ablation.yaml; valid: a spec under sweeps/paper/"),
     ("spec: sweeps/cpu/a5", "spec: sweeps/paper/a5",
