@@ -128,12 +128,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s = sub.add_parser("ledger", help="the reproduction ledger: every paper claim vs measured",
                        description="One row per headline claim of the three papers: the paper's "
                                    "number, the measured value with its 95% interval, runs "
-                                   "grokked/censored, a verdict and the command. Reads "
-                                   "OUT/<sweep> for each claim's sweep; a claim without data is "
-                                   "a 'not run' row. Writes OUT/ledger.md and OUT/ledger.json.")
+                                   "grokked/censored, a verdict and the command, at CPU scale "
+                                   "and beside it at paper scale. Reads OUT/<sweep> for each "
+                                   "claim's sweep at each scale; a claim without data is 'not "
+                                   "run' there. Writes OUT/ledger.md and OUT/ledger.json.")
     s.add_argument("out", metavar="OUT", help="output root the ledger sweeps wrote into")
-    s.add_argument("--scale", choices=("cpu",), default="cpu",
-                   help="which sweeps the claims read (default cpu: sweeps/cpu/*.yaml)")
+    s.add_argument("--scale", nargs="+", choices=("cpu", "paper"), default=["cpu", "paper"],
+                   help="the columns: each scale's sweeps (cpu: sweeps/cpu/*.yaml, paper: "
+                        "sweeps/paper/*.yaml); default both, the paper-scale column beside the "
+                        "CPU one")
     s.add_argument("--format", choices=FORMATS, default="md", help="printed format (default md)")
     s.add_argument("--no-write", action="store_true",
                    help="print only; do not write OUT/ledger.md and OUT/ledger.json")
@@ -257,7 +260,8 @@ def _ledger(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise AnalysisError(f"{out} is not a directory (give the output root of the sweeps)")
-    L = ledger(out, scale=args.scale, current_only=not args.all_rows)
+    scales = tuple(dict.fromkeys(args.scale))
+    L = ledger(out, scales=scales, current_only=not args.all_rows)
     sys.stdout.write(render([ledger_table(L)], args.format))
     if not args.no_write:
         md, js = write_ledger(L)

@@ -2,17 +2,19 @@
 
 Where each part lives:
 - claims.yaml: the claims as data (paper value, tolerance, sweep spec and output dir, rows,
-  measure and its parameters), read by the ledger and by `grokray reproduce`;
+  measure and its parameters; per scale, cpu and paper, its own sweep), read by the ledger and
+  by `grokray reproduce`;
 - claims.py: `Claim` and the loader that checks the data against the measures;
 - measures.py: the measurements (trials -> `Measured`), through the shared estimators;
 - verdicts.py: the verdict of a measured value against the paper's;
 - sweeps.py: which rows of a sweep dir a claim reads (the dir's plan.json);
-- build.py: `ledger(out)`, one row per claim; output.py: the table and its files.
+- build.py: `ledger(out)`, one row per claim and scale; output.py: the table (the CPU column,
+  the paper-scale column beside it) and its files.
 """
 
 from analysis.intervals import NAN2
 from analysis.ledger.build import Ledger, LedgerRow, ledger, measure
-from analysis.ledger.claims import CLAIMS, Claim, load_claims, repo_root
+from analysis.ledger.claims import BASE_SCALE, CLAIMS, SCALES, Claim, load_claims, repo_root
 from analysis.ledger.measures import (
     MEASURES,
     Measured,
@@ -41,11 +43,12 @@ from analysis.ledger.verdicts import (
 )
 
 __all__ = [
-    "CLAIMS", "MEASURES", "NAN2", "NOT_RUN", "OPPOSITE", "REPRODUCED", "SAME_DIRECTION",
-    "VERDICTS", "Claim", "Ledger", "LedgerRow", "Measured", "all_grok", "axiom_lead",
-    "bound_ci", "capacity", "claim", "drift_ratio", "eff_modes", "ledger", "ledger_table",
-    "load_claims", "measure", "median_grok_step", "mlp_fails", "never_groks", "no_delay",
-    "repo_root", "scaling_alpha", "speedup", "verdict_of", "wedderburn", "write_ledger",
+    "BASE_SCALE", "CLAIMS", "MEASURES", "NAN2", "NOT_RUN", "OPPOSITE", "REPRODUCED",
+    "SAME_DIRECTION", "SCALES", "VERDICTS", "Claim", "Ledger", "LedgerRow", "Measured", "all_grok",
+    "axiom_lead", "bound_ci", "capacity", "claim", "drift_ratio", "eff_modes", "ledger",
+    "ledger_table", "load_claims", "measure", "median_grok_step", "mlp_fails", "never_groks",
+    "no_delay", "repo_root", "scaling_alpha", "speedup", "verdict_of", "wedderburn",
+    "write_ledger",
 ]
 
 

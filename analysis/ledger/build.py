@@ -1,10 +1,11 @@
-"""The ledger of an output root: every claim beside what its sweep measured.
+"""The ledger of an output root: every claim beside what its sweeps measured, one column per scale.
 
-One row per claim: the paper's number, the measured value with its 95% interval, the runs
-(grokked / censored), a verdict (analysis.ledger.verdicts) and the command that produced it. A
-claim reads the output dir of its sweep, `OUT/<sweep>` (claims.yaml), through
-analysis.ledger.sweeps; a claim whose sweep has no rows, or lacks the arms it compares, is a
-"not run" row, never an error.
+Per claim and scale (cpu, paper): the measured value with its 95% interval, the runs (grokked /
+censored), a verdict (analysis.ledger.verdicts) and the command that produced it. A claim at a
+scale reads the output dir of that scale's sweep, `OUT/<sweep>` (claims.yaml, `Claim.at`),
+through analysis.ledger.sweeps; one whose sweep has no rows, or lacks the arms it compares, is a
+"not run" cell, never an error. The scales' sweeps have distinct names, so both columns read
+the same output root.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.errors import AnalysisError
-from analysis.ledger.claims import CLAIMS, Claim
+from analysis.ledger.claims import CLAIMS, SCALES, Claim
 from analysis.ledger.measures import MEASURES, Measured
 from analysis.ledger.sweeps import select, sweep_rows
 from analysis.ledger.verdicts import NOT_RUN, verdict_of
@@ -24,9 +25,10 @@ from analysis.ledger.verdicts import NOT_RUN, verdict_of
 
 @dataclass(frozen=True)
 class LedgerRow:
-    """One line of the ledger."""
+    """One claim at one scale."""
 
     claim: Claim
+    """The claim as that scale measures it (`Claim.at`)."""
     measured: Measured
     verdict: str
     sweep_dir: str
@@ -39,8 +41,8 @@ class Ledger:
     """The ledger of one output root."""
 
     out: str
-    scale: str
-    rows: tuple[LedgerRow, ...]
+    columns: dict[str, tuple[LedgerRow, ...]]
+    """scale -> one row per claim, in claim order (every scale the same claims)"""
 
 
 def measure(claim: Claim, T: pd.DataFrame) -> Measured:
@@ -48,38 +50,40 @@ def measure(claim: Claim, T: pd.DataFrame) -> Measured:
     return MEASURES[claim.measure](select(T, dict(claim.where)), **claim.params)
 
 
-def ledger(out: str | Path, *, scale: str = "cpu", claims: tuple[Claim, ...] = CLAIMS,
-           current_only: bool = True) -> Ledger:
-    """Every claim's row from the sweep outputs under `out` (missing sweeps: not run).
+def ledger(out: str | Path, *, scales: tuple[str, ...] = tuple(SCALES),
+           claims: tuple[Claim, ...] = CLAIMS, current_only: bool = True) -> Ledger:
+    """Every claim's row at each scale from the sweep outputs under `out` (missing sweeps: not
+    run).
 
     current_only: read only the rows the sweep dir's plan names (analysis.ledger.sweeps); off
     for synthetic fixtures and hand-made dirs.
     """
     out = Path(out)
-    rows = []
     read: dict[str, tuple[pd.DataFrame | None, str]] = {}
-    for c in claims:
-        if not c.measure:
-            rows.append(LedgerRow(c, Measured(math.nan, detail=c.why_not), NOT_RUN, "", ""))
-            continue
-        d = out / c.sweep
-        if c.sweep not in read:
-            read[c.sweep] = sweep_rows(d, current_only=current_only)
-        T, note = read[c.sweep]
-        cmd = (f"grokray sweep {c.spec} --out {out} && "
-               + (c.analyze.format(dir=d) if c.analyze else f"grokray analyze ledger {out}"))
-        if T is None:
-            rows.append(LedgerRow(c, Measured(math.nan, detail=note), NOT_RUN, str(d), cmd))
-            continue
-        try:
-            m = measure(c, T)
-        except (AnalysisError, KeyError, ValueError) as exc:
-            rows.append(LedgerRow(c, Measured(math.nan, detail=f"not computed: {exc}"),
-                                  NOT_RUN, str(d), cmd))
-            continue
-        if note:
-            m = replace(m, detail=f"{m.detail}; {note}")
-        v = m.verdict or verdict_of(c.paper_value, m.value, m.ci, null=c.null_value, log=c.log,
-                                    tol=c.tol)
-        rows.append(LedgerRow(c, m, v, str(d), cmd))
-    return Ledger(str(out), scale, tuple(rows))
+    columns = {s: tuple(_row(c.at(s), out, read, current_only) for c in claims) for s in scales}
+    return Ledger(str(out), columns)
+
+
+def _row(c: Claim, out: Path, read: dict[str, tuple[pd.DataFrame | None, str]],
+         current_only: bool) -> LedgerRow:
+    """The claim's row from its sweep dir under `out` (`read`: the dirs read so far)."""
+    if not c.measure:
+        return LedgerRow(c, Measured(math.nan, detail=c.why_not), NOT_RUN, "", "")
+    d = out / c.sweep
+    if c.sweep not in read:
+        read[c.sweep] = sweep_rows(d, current_only=current_only)
+    T, note = read[c.sweep]
+    cmd = (f"grokray sweep {c.spec} --out {out} && "
+           + (c.analyze.format(dir=d) if c.analyze else f"grokray analyze ledger {out}"))
+    if T is None:
+        return LedgerRow(c, Measured(math.nan, detail=note), NOT_RUN, str(d), cmd)
+    try:
+        m = measure(c, T)
+    except (AnalysisError, KeyError, ValueError) as exc:
+        return LedgerRow(c, Measured(math.nan, detail=f"not computed: {exc}"), NOT_RUN, str(d),
+                         cmd)
+    if note:
+        m = replace(m, detail=f"{m.detail}; {note}")
+    v = m.verdict or verdict_of(c.paper_value, m.value, m.ci, null=c.null_value, log=c.log,
+                                tol=c.tol)
+    return LedgerRow(c, m, v, str(d), cmd)

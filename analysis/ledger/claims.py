@@ -2,16 +2,18 @@
 
 A claim names the paper's number, the sweep it reads (spec file and output dir), which rows
 (`where`) and which measure of analysis/ledger/measures.py computes the value, with what
-parameters; the verdict's settings (null, log scale, tolerance) come with it. Loading checks
-every claim against the measures' signatures, so a typo in the data fails at import, naming the
-claim and what is valid.
+parameters; the verdict's settings (null, log scale, tolerance) come with it. Those fields are
+the CPU scale's; a `scales` block per claim names the sweep of each other scale (`paper`) and
+whatever else differs there, so one claim is measured once per scale (`Claim.at`). Loading
+checks every claim at every scale against the measures' signatures and the scale's spec
+directory, so a typo in the data fails at import, naming the claim and what is valid.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,14 @@ from analysis.ledger.measures import MEASURES
 
 PAPERS = {"forge": papers.FORGE, "geom": papers.GEOM, "rfm": papers.RFM}
 """claims.yaml's paper ids -> the papers' names"""
+
+CLAIMS_FILE = "claims.yaml"
+SCALES = {"cpu": "sweeps/cpu", "paper": "sweeps/paper"}
+"""the ledger's scales -> the directory of their sweep specs (relative to the repository root);
+a claim's own fields are the CPU scale's, its `scales` block the others'"""
+BASE_SCALE = "cpu"
+SCALE_KEYS = ("spec", "sweep", "where", "measure", "params", "analyze", "why_not")
+"""what a claim's `scales` block may set for a scale"""
 
 
 @dataclass(frozen=True)
@@ -38,7 +48,8 @@ class Claim:
     paper_text: str
     """How the paper states it."""
     spec: str = ""
-    """The CPU-scale sweep spec (relative to the repository root); "" when none exists."""
+    """The sweep spec (relative to the repository root; the CPU scale's, another scale's through
+    `at`); "" when none exists."""
     sweep: str = ""
     """The spec's sweep name: the output dir the claim reads (OUT/<sweep>)."""
     where: Mapping[str, Any] = field(default_factory=dict)
@@ -56,10 +67,22 @@ class Claim:
     analyze: str = ""
     """The `grokray analyze ...` line that shows the computation ({dir}: the sweep dir)."""
     why_not: str = ""
-    """For a claim no CPU sweep measures: why."""
+    """For a claim no sweep of its scale measures: why."""
+    scales: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Scale (other than cpu) -> the fields that differ there (SCALE_KEYS): its spec and sweep
+    (and measure, for a claim no CPU sweep measures), or a why_not."""
 
-
-CLAIMS_FILE = "claims.yaml"
+    def at(self, scale: str) -> Claim:
+        """The claim as the sweeps of `scale` measure it (cpu: itself); a scale it names no
+        sweep for gives a claim without a measure (a 'not run' row) that says why."""
+        if scale == BASE_SCALE:
+            return self
+        over = dict(self.scales.get(scale) or
+                    {"why_not": self.why_not or f"no {scale}-scale sweep in {CLAIMS_FILE}"})
+        if "spec" not in over:
+            over = {"spec": "", "sweep": "", "measure": "", "where": {}, "params": {},
+                    "analyze": "", **over}
+        return replace(self, **over, scales={})
 
 
 def repo_root() -> Path:
@@ -94,9 +117,25 @@ def _claim(i: int, d: dict[str, Any]) -> Claim:
         raise ValueError(f"{where}: paper {d.get('paper')!r}; valid: {', '.join(PAPERS)}")
     c = Claim(**{**d, "paper": PAPERS[d["paper"]],
                  "paper_value": _number(d["paper_value"], where)})
+    for scale, over in c.scales.items():
+        if scale not in SCALES or scale == BASE_SCALE:
+            raise ValueError(f"{where}: scale {scale!r}; valid: "
+                             + ", ".join(s for s in SCALES if s != BASE_SCALE))
+        if not isinstance(over, Mapping) or set(over) - set(SCALE_KEYS):
+            raise ValueError(f"{where}: scales.{scale}: valid keys {', '.join(SCALE_KEYS)}")
+    for scale in SCALES:
+        _check(c.at(scale), scale, where if scale == BASE_SCALE else f"{where} at scale {scale}")
+    return c
+
+
+def _check(c: Claim, scale: str, where: str) -> None:
+    """A claim at one scale: spec, sweep and measure together, the spec in the scale's
+    directory, the params the measure's."""
     if bool(c.spec) != bool(c.measure) or bool(c.spec) != bool(c.sweep):
         raise ValueError(f"{where}: a measured claim has spec, sweep and measure; one no sweep "
                          "measures has none of them and a why_not")
+    if c.spec and not c.spec.startswith(SCALES[scale] + "/"):
+        raise ValueError(f"{where}: spec {c.spec}; valid: a spec under {SCALES[scale]}/")
     if c.measure:
         if c.measure not in MEASURES:
             raise ValueError(f"{where}: measure {c.measure!r}; valid: {', '.join(MEASURES)}")
@@ -104,7 +143,6 @@ def _claim(i: int, d: dict[str, Any]) -> Claim:
             inspect.signature(MEASURES[c.measure]).bind(None, **c.params)
         except TypeError as exc:
             raise ValueError(f"{where}: params of {c.measure}: {exc}") from None
-    return c
 
 
 def _number(v: Any, where: str) -> float:  # noqa: ANN401 - YAML scalar

@@ -1,32 +1,54 @@
 """The ledger as a table (Markdown / CSV / LaTeX / JSON through analysis.tables) and its files,
-OUT/ledger.md and OUT/ledger.json."""
+OUT/ledger.md and OUT/ledger.json: one row per claim, the CPU scale's columns first, then each
+other scale's under its prefix ("paper-scale measured", ...)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.ledger.build import Ledger
+from analysis.ledger.build import Ledger, LedgerRow
+from analysis.ledger.claims import BASE_SCALE
 from analysis.ledger.verdicts import VERDICTS
 from analysis.tables import Table
 
+CLAIM_COLUMNS = ("claim", "paper", "what", "paper value")
+SCALE_COLUMNS = ("measured", "ci_low", "ci_high", "grokked", "censored", "verdict", "detail",
+                 "command")
+"""one scale's columns (the CPU scale's unprefixed)"""
+
+
+def _prefix(scale: str) -> str:
+    """The prefix of a scale's columns and verdict note: none for the CPU scale."""
+    return "" if scale == BASE_SCALE else f"{scale}-scale "
+
+
+def _cells(r: LedgerRow) -> tuple:
+    m = r.measured
+    return (m.value, m.ci[0], m.ci[1], m.grokked, m.censored, r.verdict, m.detail, r.command)
+
 
 def ledger_table(L: Ledger) -> Table:
-    """The ledger as a Table, one row per claim, the verdict counts in its notes."""
+    """The ledger as a Table, one row per claim and a group of columns per scale, the verdict
+    counts of each scale in its notes."""
+    scales = tuple(L.columns)
+    first = L.columns[scales[0]]
     rows = tuple(
-        (r.claim.key, r.claim.paper, r.claim.claim, r.claim.paper_text, r.measured.value,
-         r.measured.ci[0], r.measured.ci[1], r.measured.grokked, r.measured.censored, r.verdict,
-         r.measured.detail, r.command)
-        for r in L.rows
+        (c.claim.key, c.claim.paper, c.claim.claim, c.claim.paper_text,
+         *(x for s in scales for x in _cells(L.columns[s][i])))
+        for i, c in enumerate(first)
     )
-    counts = {v: sum(r.verdict == v for r in L.rows) for v in VERDICTS}
-    notes = ("verdicts: " + ", ".join(f"{v} {n}" for v, n in counts.items()),
+    counts = tuple(
+        f"{_prefix(s)}verdicts: " + ", ".join(
+            f"{v} {sum(r.verdict == v for r in L.columns[s])}" for v in VERDICTS)
+        for s in scales)
+    notes = (*counts,
              "95% intervals: Kaplan-Meier (Brookmeyer-Crowley) for median grok steps and their "
              "ratios, censored AFT for alpha, Clopper-Pearson for rates, bootstrap for medians "
              "of non-durations, delta method or the separation bracket for the capacity "
              "threshold.")
-    return Table(f"Reproduction ledger ({L.scale} scale, {L.out})",
-                 ("claim", "paper", "what", "paper value", "measured", "ci_low", "ci_high",
-                  "grokked", "censored", "verdict", "detail", "command"), rows, notes)
+    return Table(f"Reproduction ledger ({' and '.join(scales)} scale, {L.out})",
+                 (*CLAIM_COLUMNS, *(_prefix(s) + col for s in scales for col in SCALE_COLUMNS)),
+                 rows, notes)
 
 
 def write_ledger(L: Ledger, out: str | Path | None = None) -> tuple[Path, Path]:

@@ -1,11 +1,13 @@
-"""`grokray reproduce --scale cpu --out DIR`: run every sweep of the reproduction ledger, then
-write the ledger (DIR/ledger.md, DIR/ledger.json).
+"""`grokray reproduce --scale cpu|paper --out DIR`: run every sweep of the reproduction ledger at
+one scale, then write the ledger (DIR/ledger.md, DIR/ledger.json: the CPU column and the paper
+column beside it, each from what is on disk).
 
 Each sweep is an ordinary sweep into DIR/<sweep name> (resume by row identity, one writer per
 dir, like `grokray sweep`), so a second call runs only what is missing: an interrupted ledger
 continues where it stopped. The sweeps are those the ledger's claims read
-(analysis.ledger.CLAIMS), in claim order. One Ray session serves every sweep: an embedded local
-Ray, or the cluster at --address. Ctrl-C (or SIGTERM) stops the sweep running, then the ledger is
+(analysis.ledger.CLAIMS) at that scale (`Claim.at`: cpu, sweeps/cpu/; paper, sweeps/paper/),
+in claim order. One Ray session serves every sweep: an embedded local Ray, or the cluster at
+--address. Ctrl-C (or SIGTERM) stops the sweep running, then the ledger is
 written from what is on disk and the command exits 130 (143).
 
 Progress: each trial's line (or the live panel) names the sweep (k of N), the ledger's elapsed
@@ -24,7 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-SCALES = {"cpu": "sweeps/cpu"}
+SCALES = ("cpu", "paper")
+"""the ledger's scales (analysis.ledger.claims.SCALES, whose spec dirs they name)"""
 TIMES = "reproduce_times.json"
 """the per-sweep wall and CPU times of every reproduce run, under OUT"""
 
@@ -36,8 +39,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Run every sweep the reproduction ledger reads (resumable: only missing "
                     "rows run), then write OUT/ledger.md and OUT/ledger.json.",
     )
-    p.add_argument("--scale", choices=tuple(SCALES), default="cpu",
-                   help="which sweeps (cpu: sweeps/cpu/*.yaml, sized for a 2-core CPU)")
+    p.add_argument("--scale", choices=SCALES, default="cpu",
+                   help="which sweeps (cpu: sweeps/cpu/*.yaml, sized for a 2-core CPU; "
+                        "paper: sweeps/paper/*.yaml, the papers' budgets, seeds and groups, "
+                        "sized for GPUs)")
     p.add_argument("--out", default="results/ledger", help="output root (default results/ledger)")
     p.add_argument("--only", nargs="+", metavar="SWEEP",
                    help="run only these sweeps (names or spec stems, e.g. scaling_cpu rfm)")
@@ -56,15 +61,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def ledger_specs(scale: str) -> list[str]:
-    """Spec paths (relative to the repository root) of the ledger's sweeps, in claim order: the
-    `spec` of each claim in analysis/ledger/claims.yaml."""
+    """Spec paths (relative to the repository root) of the ledger's sweeps at `scale`, in claim
+    order: the `spec` of each claim of analysis/ledger/claims.yaml at that scale."""
     from analysis.ledger import CLAIMS
 
-    out: list[str] = []
-    for c in CLAIMS:
-        if c.spec and c.spec not in out and c.spec.startswith(SCALES[scale] + "/"):
-            out.append(c.spec)
-    return out
+    return list(dict.fromkeys(c.at(scale).spec for c in CLAIMS if c.at(scale).spec))
 
 
 def model_estimates(specs: list[Any], n_cpus: int | None = None) -> list[Any]:  # noqa: ANN401
@@ -235,10 +236,11 @@ def _dry_run(specs: list[Any], n_cpus: int | None) -> int:  # noqa: ANN401
     costs = model_estimates(specs, n_cpus)
     for spec, cost in zip(specs, costs, strict=True):
         print(describe(make_plan(spec, build=False)) + "\n" + cost_text(cost), flush=True)
-    up, ex = (sum(getattr(c, k) for c in costs) for k in ("wall_s_upper", "wall_s_expected"))
-    cpu = sum(c.cpu_s_expected for c in costs)
+    up, ex, cpu, gup, gex = (sum(getattr(c, k) for c in costs) for k in (
+        "wall_s_upper", "wall_s_expected", "cpu_s_expected", "gpu_s_upper", "gpu_s_expected"))
     print(f"estimated wall time left (cost model, one Ray session): {ex / 60:.1f} min expected, "
-          f"{up / 60:.1f} min upper bound; {cpu / 3600:.2f} CPU h expected", flush=True)
+          f"{up / 60:.1f} min upper bound; {cpu / 3600:.2f} CPU h expected; GPU {gup / 3600:.2f} "
+          f"h upper, {gex / 3600:.2f} h expected (uncalibrated)", flush=True)
     return 0
 
 
@@ -254,7 +256,7 @@ def _finish(args: argparse.Namespace, timings: list[dict[str, Any]], stopped: st
                                         for t in ran)
               + f"; total {total / 60:.1f} min (times also in {Path(args.out) / TIMES})",
               flush=True)
-    L = ledger(args.out, scale=args.scale)
+    L = ledger(args.out)
     sys.stdout.write(render([ledger_table(L)], "md"))
     md, js = write_ledger(L)
     print(f"wrote {md} and {js}", flush=True)

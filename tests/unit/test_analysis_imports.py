@@ -78,7 +78,7 @@ def test_a_ledger_run_loads_no_training_code(tmp_path, tiny):
         "import sys, json; from analysis.ledger import ledger, write_ledger;"
         f"L = ledger({str(tmp_path)!r}); write_ledger(L, {str(tmp_path / 'w')!r});"
         f"bad = [m for m in sys.modules if m.startswith({TRAINING!r})];"
-        "print(json.dumps({'bad': bad, 'v': {r.claim.key: r.verdict for r in L.rows}}))"
+        "print(json.dumps({'bad': bad, 'v': {r.claim.key: r.verdict for r in L.columns['cpu']}}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT)

@@ -51,8 +51,9 @@ def _write_plan(d: Path, spec: str) -> None:
     store.write_plan(d, plan_record(make_plan(load_spec(str(L.repo_root() / spec)))))
 
 
-def _rows(out):
-    return {r.claim.key: r for r in L.ledger(out, current_only=False).rows}
+def _rows(out, *, current_only=False, scale="cpu"):
+    """The ledger's rows of one scale by claim key."""
+    return {r.claim.key: r for r in L.ledger(out, current_only=current_only).columns[scale]}
 
 
 def test_ledger_rows_from_the_fixture(out):
@@ -84,7 +85,7 @@ def test_claims_without_data_are_not_run_rows(out, tmp_path):
                 "forge.cp_rank_s4"):
         assert rows[key].verdict == L.NOT_RUN and math.isnan(rows[key].measured.value)
     empty = L.ledger(tmp_path / "nothing")
-    assert {r.verdict for r in empty.rows} == {L.NOT_RUN}
+    assert {r.verdict for s in L.SCALES for r in empty.columns[s]} == {L.NOT_RUN}
 
 
 def test_rows_of_other_configs_are_not_read_as_the_claim(tmp_path, tiny):
@@ -92,7 +93,7 @@ def test_rows_of_other_configs_are_not_read_as_the_claim(tmp_path, tiny):
     # names (as `grokray sweep` writes it): by default they are not taken for the claim (a
     # sweep dir may hold rows of an older default)
     _write_plan(tiny.write_ablation(tmp_path / "scaling_cpu"), "sweeps/cpu/scaling.yaml")
-    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.scaling.alpha"]
+    r = _rows(tmp_path, current_only=True)["forge.scaling.alpha"]
     assert r.verdict == L.NOT_RUN and "other configs" in r.measured.detail
 
 
@@ -217,7 +218,7 @@ def test_current_rows_are_the_identities_the_plan_names(tmp_path, tiny):
     d = tiny.write_ablation(tmp_path / "nonabelian_cpu")
     T = load([d]).trials
     _plan(d, sorted(set(T["config_hash"])), [0, 1])  # the sweep now runs seeds 0 and 1 only
-    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.nonabelian.mlp_fails"]
+    r = _rows(tmp_path, current_only=True)["forge.nonabelian.mlp_fails"]
     sub = T[T["seed"].isin([0, 1]) & T["group"].isin(["S3", "D4", "A4"])
             & T["arm"].isin(["mlp", "forge"]) & (T["status"] != "failed")]
     g = int((sub["status"] == "grokked").sum())
@@ -228,7 +229,7 @@ def test_current_rows_are_the_identities_the_plan_names(tmp_path, tiny):
 
 def test_a_dir_without_a_plan_has_every_row_read_and_says_so(tmp_path, tiny):
     tiny.write_ablation(tmp_path / "nonabelian_cpu")
-    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.nonabelian.mlp_fails"]
+    r = _rows(tmp_path, current_only=True)["forge.nonabelian.mlp_fails"]
     assert (r.measured.grokked, r.measured.censored) == (8, 10)
     assert r.measured.detail.endswith(L.sweeps.NO_PLAN)
 
@@ -236,7 +237,7 @@ def test_a_dir_without_a_plan_has_every_row_read_and_says_so(tmp_path, tiny):
 def test_a_plan_that_is_not_a_plan_is_a_not_run_row(tmp_path, tiny):
     d = tiny.write_ablation(tmp_path / "nonabelian_cpu")
     (d / "plan.json").write_text('{"config_hashes": ["ab"]}')  # no seeds
-    r = {x.claim.key: x for x in L.ledger(tmp_path).rows}["forge.nonabelian.mlp_fails"]
+    r = _rows(tmp_path, current_only=True)["forge.nonabelian.mlp_fails"]
     assert r.verdict == L.NOT_RUN and "cannot read" in r.measured.detail
 
 
@@ -251,15 +252,7 @@ def test_each_claim_names_its_specs_sweep_and_reproduce_runs_them():
     assert len(measured) == 22 and len(L.CLAIMS) == 24
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    ("measure: speedup", "measure 'speedups'; valid: speedup,"),
-    ("params: {arm: forge, base: mlp}", "params of speedup: got an unexpected keyword"),
-    ("tol: 0.25", "unknown keys tolerance; valid:"),
-    ("paper_value: 10.1", "paper_value 'ten'; valid: a number or a ratio a/b"),
-    ("paper: forge", "paper 'forge2'; valid: forge, geom, rfm"),
-])
-def test_a_claim_the_measures_cannot_run_fails_at_load(edit, message):
-    good = """claims:
+GOOD = """claims:
   - key: k
     paper: forge
     claim: c
@@ -270,12 +263,57 @@ def test_a_claim_the_measures_cannot_run_fails_at_load(edit, message):
     measure: speedup
     params: {arm: forge, base: mlp}
     tol: 0.25
+    scales:
+      paper: {spec: sweeps/paper/a5_ablation.yaml, sweep: a5_ablation_paper}
 """
-    assert L.load_claims(good)[0].params == {"arm": "forge", "base": "mlp"}
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ("measure: speedup", "measure 'speedups'; valid: speedup,"),
+    ("params: {arm: forge, base: mlp}", "params of speedup: got an unexpected keyword"),
+    ("tol: 0.25", "unknown keys tolerance; valid:"),
+    ("paper_value: 10.1", "paper_value 'ten'; valid: a number or a ratio a/b"),
+    ("paper: forge", "paper 'forge2'; valid: forge, geom, rfm"),
+])
+def test_a_claim_the_measures_cannot_run_fails_at_load(edit, message):
+    assert L.load_claims(GOOD)[0].params == {"arm": "forge", "base": "mlp"}
     bad = {"measure: speedup": "measure: speedups",
            "params: {arm: forge, base: mlp}": "params: {arm: forge, base: mlp, by: op}",
            "tol: 0.25": "tolerance: 0.25", "paper_value: 10.1": "paper_value: ten",
            "paper: forge": "paper: forge2"}[edit]
     with pytest.raises(ValueError, match="claim 'k'") as err:
-        L.load_claims(good.replace(edit, bad))
+        L.load_claims(GOOD.replace(edit, bad))
+    assert message in str(err.value)
+
+
+def test_a_scale_block_overrides_only_what_differs():
+    c = L.load_claims(GOOD.replace("a5_ablation_paper}", "a5_ablation_paper, "
+                                   "params: {arm: forge+grokfast, base: mlp}}"))[0]
+    p = c.at("paper")
+    assert (p.spec, p.sweep, p.measure) == ("sweeps/paper/a5_ablation.yaml",
+                                            "a5_ablation_paper", "speedup")
+    assert p.params == {"arm": "forge+grokfast", "base": "mlp"} and c.at("cpu") is c
+    none = L.load_claims(GOOD.replace("      paper: {spec: sweeps/paper/a5_ablation.yaml, "
+                                      "sweep: a5_ablation_paper}\n",
+                                      "      paper: {why_not: needs QM9}\n"))[0].at("paper")
+    assert (none.spec, none.measure, none.why_not) == ("", "", "needs QM9")
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("      paper: {", "      gpu: {", "scale 'gpu'; valid: paper"),
+    ("sweep: a5_ablation_paper}", "sweep: a5_ablation_paper, seeds: 9}",
+     "scales.paper: valid keys spec, sweep, where, measure, params, analyze, why_not"),
+    ("spec: sweeps/paper/a5", "spec: sweeps/cpu/a5",
+     "at scale paper: spec sweeps/cpu/a5_ablation.yaml; valid: a spec under sweeps/paper/"),
+    ("spec: sweeps/cpu/a5", "spec: sweeps/paper/a5",
+     "spec sweeps/paper/a5_ablation.yaml; valid: a spec under sweeps/cpu/"),
+    ("sweep: a5_ablation_paper}", "sweep: a5_ablation_paper, params: {arms: forge}}",
+     "at scale paper: params of speedup: "),
+    ("{spec: sweeps/paper/a5_ablation.yaml, ", "{",
+     "at scale paper: a measured claim has spec, sweep and measure"),
+])
+def test_a_bad_scale_block_fails_at_load(old, new, message):
+    assert old in GOOD
+    with pytest.raises(ValueError, match="claim 'k'") as err:
+        L.load_claims(GOOD.replace(old, new, 1))
     assert message in str(err.value)

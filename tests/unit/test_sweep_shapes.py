@@ -64,7 +64,7 @@ def test_the_capacity_studies_are_the_capacity_grids():
     studies = {str(p.relative_to(SWEEPS)) for p in FILES
                if RUN_DIR not in p.parents and load_spec(p).capacity_study}
     assert studies == {"capacity_lift.yaml", "cpu/capacity.yaml", "cpu/diag_capacity.yaml",
-                       "cpu/diag_capacity_long.yaml"}
+                       "cpu/diag_capacity_long.yaml", "paper/capacity.yaml"}
 
 
 def test_the_old_scaling_shape_is_caught():

@@ -1,0 +1,63 @@
+"""The paper-scale specs (sweeps/paper/): each loads, says in its header which ledger claims it
+reproduces and what it costs (GPU marked uncalibrated), asks for a GPU, and gives FORGE at least
+its group's faithful-block rank and d unless its subject is capacity (`capacity_study`)."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from analysis.ledger import CLAIMS, repo_root
+from grokray.cprank.faithful import smallest_faithful
+from grokray.groups import get_group
+from grokray.sweep.spec import load_spec
+
+PAPER = sorted((repo_root() / "sweeps" / "paper").glob("*.yaml"))
+
+
+@functools.cache
+def _bound(group: str) -> dict:
+    return smallest_faithful(get_group(group)) or {"rank": 0, "dim": 0}
+
+
+def _header(path) -> str:
+    lines = path.read_text().splitlines()
+    return "\n".join(line for line in lines[:next(i for i, x in enumerate(lines)
+                                                 if not x.startswith("#"))])
+
+
+@pytest.mark.parametrize("path", PAPER, ids=[p.name for p in PAPER])
+def test_paper_spec_header_names_its_claims_and_cost(path):
+    head = _header(path)
+    assert head.startswith("# Paper scale (grokray reproduce --scale paper)")
+    rel = path.relative_to(repo_root()).as_posix()
+    keys = [c.key for c in CLAIMS if c.at("paper").spec == rel]
+    assert keys
+    for k in keys:  # by key, or by its family (forge.z97.speedup.*)
+        parts = k.split(".")
+        assert k in head or any(".".join(parts[:i]) + ".*" in head
+                                for i in range(1, len(parts))), k
+    assert f"GROKRAY_HOST_GFLOPS=125 grokray sweep {rel} --dry-run" in head
+    assert "h upper bound" in head and "uncalibrated" in head.split("GPU", 1)[1]
+
+
+@pytest.mark.parametrize("path", PAPER, ids=[p.name for p in PAPER])
+def test_paper_spec_asks_for_a_gpu_and_a_faithful_forge(path):
+    spec = load_spec(str(path))
+    assert spec.gpu > 0 and len(spec.seeds) >= 3
+    for cfg in spec.trials():
+        assert cfg.device == "auto"  # cuda where there is one
+        if cfg.arch != "forge" or spec.capacity_study:
+            continue
+        b = _bound(cfg.group)
+        assert cfg.model.rank >= b["rank"] and cfg.model.d >= b["dim"], (cfg.group, b)
+
+
+def test_only_the_capacity_grid_goes_below_the_bound():
+    spec = load_spec(str(repo_root() / "sweeps" / "paper" / "capacity.yaml"))
+    assert spec.capacity_study
+    b = _bound("S4")
+    cells = {(c.model.rank, c.model.d) for c in spec.trials()}
+    assert any(r < b["rank"] for r, _ in cells) and any(r >= b["rank"] for r, _ in cells)
+    assert [p.name for p in PAPER if load_spec(str(p)).capacity_study] == ["capacity.yaml"]
