@@ -1,0 +1,96 @@
+"""Config-packed trials (grokray.pack): each member of a pack follows its trial alone."""
+
+import pytest
+import torch
+
+from grokray.config import TrialConfig
+from grokray.pack import pack_key, run_pack
+from grokray.trainer import run_trial
+
+torch.set_num_threads(1)  # tiny tensors: extra threads only contend on a shared CPU
+
+
+def _cfg(**over):
+    base = {"group": "S3", "steps": 40, "eval_every": 10, "seeds": [0, 1], "dtype": "float64",
+            "device": "cpu", "model.d": 8, "model.hidden": 16, "model.rank": 8,
+            "forge.inv_hidden": 8, "optim.lr": 1e-2, "metrics.patience": 0}
+    base.update(over)
+    return TrialConfig.from_dict(base)
+
+
+def _assert_same(packed, alone):
+    """Same outcomes per seed and the same curves (every column) to 1e-10."""
+    assert packed.config == alone.config
+    for mine, ref in zip(packed.seeds, alone.seeds, strict=True):
+        exact = ("seed", "data_seed", "status", "error", "grok_step", "memorize_step",
+                 "ungrok_step", "steps_run")
+        assert [getattr(mine, k) for k in exact] == [getattr(ref, k) for k in exact]
+        assert mine.final == pytest.approx(ref.final, rel=1e-10, abs=1e-12)
+    assert list(packed.curves.columns) == list(alone.curves.columns)
+    assert len(packed.curves) == len(alone.curves) > 0
+    for c in alone.curves.columns:
+        torch.testing.assert_close(torch.tensor(packed.curves[c].to_numpy(dtype=float)),
+                                   torch.tensor(alone.curves[c].to_numpy(dtype=float)),
+                                   rtol=1e-10, atol=1e-12, equal_nan=True)
+
+
+# one case per packable field: (the fixed fields, the per-member field and its values)
+CASES = [
+    ({"arch": "mlp"}, "optim.lr", [3e-3, 1e-2, 3e-2]),
+    ({"arch": "mlp"}, "optim.weight_decay", [0.0, 0.5, 2.0]),
+    ({"arch": "mlp", "optim.warmup_steps": 10}, "optim.lr_schedule", ["constant", "cosine"]),
+    ({"arch": "mlp"}, "model.init_scale", [0.5, 1.0, 2.0]),
+    ({"arch": "mlp"}, "data_seed", [None, 3, 7]),
+    ({"arch": "mlp"}, "steps", [20, 35, 40]),
+    ({"arch": "mlp", "optim.name": "sgd", "optim.momentum": 0.9}, "optim.lr", [1e-2, 5e-2]),
+    ({"arch": "mlp", "grokfast.filter": "ema"}, "grokfast.alpha", [0.8, 0.98]),
+    ({"arch": "mlp", "grokfast.filter": "ema"}, "grokfast.lamb", [0.5, 2.0, 5.0]),
+    ({"arch": "mlp", "grokfast.filter": "ma", "grokfast.window": 5}, "grokfast.lamb", [1.0, 5.0]),
+    ({"arch": "forge"}, "forge.lambda_alg", [0.0, 0.03, 0.3]),
+    ({"arch": "forge"}, "forge.lambda_schedule", ["linear", "constant", "off", "step"]),
+    ({"arch": "forge"}, "forge.wd_dad", [None, 0.1, 3.0]),
+    ({"arch": "forge"}, "optim.weight_decay", [0.1, 1.0]),
+    ({"arch": "forge", "forge.alg_full_max": 2, "forge.alg_samples": 16}, "optim.lr",
+     [3e-3, 2e-2]),
+    ({"arch": "forge", "optim.batch_size": 8}, "steps", [15, 40]),
+]
+
+
+@pytest.mark.parametrize(("fixed", "field", "values"), CASES,
+                         ids=[f"{f['arch']}-{k}" for f, k, _ in CASES])
+def test_member_equals_its_trial_alone(fixed, field, values):
+    configs = [_cfg(**fixed, **{field: v}) for v in values]
+    assert len({pack_key(c) for c in configs}) == 1
+    for packed, cfg in zip(run_pack(configs), configs, strict=True):
+        _assert_same(packed, run_trial(cfg))
+
+
+def test_members_grok_diverge_and_stop_on_their_own():
+    """A member that diverges (huge lr), one that groks and stops (patience), one that runs to
+    its budget: each ends as alone, with its own steps_run."""
+    configs = [_cfg(arch="forge", **{"optim.lr": lr, "metrics.patience": 1, "steps": 300,
+                                     "model.d": 16, "model.rank": 32})
+               for lr in (1e9, 1e-2, 3e-3)]
+    results = run_pack(configs)
+    statuses = [{s.status for s in r.seeds} for r in results]
+    assert statuses == [{"diverged"}, {"grokked"}, {"not_grokked"}]
+    assert max(s.steps_run for s in results[1].seeds) < 300
+    assert [s.steps_run for s in results[2].seeds] == [300, 300]
+    for packed, cfg in zip(results, configs, strict=True):
+        _assert_same(packed, run_trial(cfg))
+
+
+def test_pack_key_separates_shapes_and_families():
+    assert pack_key(_cfg(arch="mlp")) == pack_key(_cfg(arch="mlp", **{"optim.lr": 0.1}))
+    assert pack_key(_cfg(arch="mlp")) != pack_key(_cfg(arch="mlp", **{"model.hidden": 32}))
+    assert pack_key(_cfg(arch="mlp")) != pack_key(_cfg(arch="mlp", train_frac=0.6))
+    assert pack_key(_cfg(arch="forge")) != pack_key(_cfg(arch="forge", seeds=[0, 1, 2]))
+    assert pack_key(_cfg(arch="transformer")) is None
+    with pytest.raises(ValueError, match="pack_key"):
+        run_pack([_cfg(arch="mlp"), _cfg(arch="mlp", **{"model.hidden": 32})])
+
+
+def test_unpackable_family_runs_one_at_a_time():
+    configs = [_cfg(arch="transformer", steps=10, **{"optim.lr": lr}) for lr in (1e-3, 1e-2)]
+    for packed, cfg in zip(run_pack(configs), configs, strict=True):
+        _assert_same(packed, run_trial(cfg))
