@@ -55,6 +55,28 @@ def tiny_batches(configs: Sequence[TrialConfig], slots: int) -> list[list[int]]:
     return batches + ([run] if run else [])
 
 
+def pack_groups(configs: Sequence[TrialConfig], size: int) -> list[list[int]]:
+    """Indices of `configs` grouped into packs: configs of one `grokray.pack.pack_key` (one
+    shape), in grid order, at most `size` to a pack; a config that does not pack stays alone."""
+    from grokray.pack import pack_key
+
+    if size <= 1:
+        return [[i] for i in range(len(configs))]
+    open_packs: dict[str, list[int]] = {}
+    groups: list[list[int]] = []
+    for i, cfg in enumerate(configs):
+        key = pack_key(cfg)
+        if key is None:
+            groups.append([i])
+            continue
+        group = open_packs.get(key)
+        if group is None or len(group) >= size:
+            group = open_packs[key] = []
+            groups.append(group)
+        group.append(i)
+    return groups
+
+
 def longest_first(configs: Sequence[TrialConfig], batches: Sequence[Sequence[int]]
                   ) -> list[int]:
     """Batch indices by estimated work (`pair_steps`), largest first (grid order among equals):

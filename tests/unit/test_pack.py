@@ -1,5 +1,6 @@
 """Config-packed trials (grokray.pack): each member of a pack follows its trial alone."""
 
+import pandas as pd
 import pytest
 import torch
 
@@ -94,3 +95,38 @@ def test_unpackable_family_runs_one_at_a_time():
     configs = [_cfg(arch="transformer", steps=10, **{"optim.lr": lr}) for lr in (1e-3, 1e-2)]
     for packed, cfg in zip(run_pack(configs), configs, strict=True):
         _assert_same(packed, run_trial(cfg))
+
+
+def test_pack_groups_by_shape_in_grid_order():
+    from grokray.sweep.batching import pack_groups
+
+    configs = [_cfg(arch="mlp", **{"optim.lr": 1e-3}), _cfg(arch="mlp", **{"model.hidden": 32}),
+               _cfg(arch="transformer"), _cfg(arch="mlp", **{"optim.lr": 1e-1}),
+               _cfg(arch="mlp", **{"optim.lr": 1e-2}), _cfg(arch="mlp", **{"model.hidden": 32,
+                                                                           "steps": 20})]
+    assert pack_groups(configs, 2) == [[0, 3], [1, 5], [2], [4]]
+    assert pack_groups(configs, 1) == [[i] for i in range(6)]
+
+
+def test_execute_pack_rows_as_unpacked_and_cpu_shared_by_seed_steps():
+    """The trial and curve rows of a packed config are those of its trial alone (to 1e-10 in
+    float64: a batched GEMM may sum in another order for another batch count) but for times;
+    the pack's CPU time is split by the seed-steps each config ran."""
+    from grokray.schema import curve_frame, trial_frame
+    from grokray.sweep.outcome import execute_pack
+
+    configs = [_cfg(arch="forge", steps=s, **{"forge.lambda_alg": lam})
+               for s, lam in ((40, 0.03), (20, 0.1), (40, 0.0))]
+    outs = execute_pack(configs)
+    times = {"wall_s", "started_at", "finished_at"}
+    for out, cfg in zip(outs, configs, strict=True):
+        assert out.error is None and out.config is cfg
+        alone = run_trial(cfg)
+        mine, ref = trial_frame(out.result, "s", "r"), trial_frame(alone, "s", "r")
+        keep = [c for c in ref.columns if c not in times]
+        assert list(mine.columns) == list(ref.columns)
+        pd.testing.assert_frame_equal(mine[keep], ref[keep], rtol=1e-10)
+        pd.testing.assert_frame_equal(curve_frame(out.result, "s", "r"),
+                                      curve_frame(alone, "s", "r"), rtol=1e-10)
+    cpu = [o.cpu_s for o in outs]
+    assert cpu[0] == pytest.approx(2 * cpu[1]) and cpu[0] == pytest.approx(cpu[2])
