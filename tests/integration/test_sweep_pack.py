@@ -52,11 +52,23 @@ def _assert_same_rows(a, b):
                                   b[["final_val_loss", "final_train_loss"]], rtol=1e-10)
 
 
+def _snapshots(tmp_path, out):
+    files = sorted((tmp_path / out / "packed" / "snapshots").glob("*.parquet"))
+    assert len(files) == 6  # one per config: the configs of a pack share seeds
+    t = pd.concat(pd.read_parquet(p) for p in files)
+    return t.sort_values(["config_hash", "seed", "step", "tensor"]).reset_index(drop=True)
+
+
 @pytest.mark.parametrize("arch", ["mlp", "forge"])
 def test_local_packed_sweep_writes_the_unpacked_rows(tmp_path, arch, capsys):
     assert main(["sweep", _spec(tmp_path, "off", arch), "--local", "--plain"]) == 0
     assert main(["sweep", _spec(tmp_path, "on", arch), "--local", "--plain", "--pack", "3"]) == 0
     _assert_same_rows(_trials(tmp_path, "off"), _trials(tmp_path, "on"))
+    off, on = _snapshots(tmp_path, "off"), _snapshots(tmp_path, "on")
+    key = ["config_hash", "seed", "step", "tags", "tensor", "dtype"]
+    pd.testing.assert_frame_equal(off[key], on[key])
+    for a, b in zip(off["values"], on["values"], strict=True):
+        assert a == pytest.approx(b, rel=1e-10, abs=1e-12)
 
 
 def test_warm_workers_pack_auto_and_resume_runs_only_missing(tmp_path):
