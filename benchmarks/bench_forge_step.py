@@ -105,11 +105,12 @@ def time_steps(t: _Trial, first: int, k: int) -> float:
 def time_eval(t: _Trial, k: int = 3) -> float:
     best = float("inf")
     for _ in range(k):
-        n = len(t.rows)
+        rows = t.runs[0].rows
+        n = len(rows)
         t0 = time.process_time()
-        t._evaluate(1, final=False)
+        t._evaluate(1, list(t.active))
         best = min(best, 1e3 * (time.process_time() - t0))
-        del t.rows[n:]
+        del rows[n:]
     return best
 
 

@@ -51,11 +51,14 @@ class Recorder:
         self.taken: dict[tuple[int, int], dict[str, Any]] = {}
 
     def at_eval(self, step: int, seeds: list[int], params: dict[str, torch.Tensor],
-                tracks: dict[int, Any]) -> None:
-        """Snapshot the seeds (stack order) that this eval is a snapshot step of."""
+                tracks: dict[int, Any], index: list[int] | None = None) -> None:
+        """Snapshot the seeds that this eval is a snapshot step of: `seeds` in stack order, or
+        at the stack positions `index` (a pack's trainer: one recorder per config), `tracks`
+        by seed."""
         if not self.on:
             return
-        for i, seed in enumerate(seeds):
+        for j, seed in enumerate(seeds):
+            i = j if index is None else index[j]
             tags = ["init"] if step == 0 else []
             tags += ["log"] if step in self.log_set else []
             tr = tracks.get(seed)

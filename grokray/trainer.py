@@ -1,5 +1,7 @@
 """The gradient trainer: trains the S seeds of one trial together (`Family.train` of every
-gradient-trained family). `grokray.trial.run_trial` is the entry point; no Ray here.
+gradient-trained family), or the members (config, seed) of a pack of trials of one shape
+(`Family.pack`, grokray.pack). `grokray.trial.run_trial` and `grokray.pack.run_pack` are the entry
+points; no Ray here.
 
 Every parameter, optimizer moment and filter state is stacked along a leading seed dimension, and
 every operation is per seed (batched matmuls, elementwise updates; the loss is the sum of the
@@ -7,6 +9,15 @@ per-seed mean losses), so each seed follows exactly the path it would follow alo
 tolerance. Seed s has its own model init, its own sampling stream, and its own split (from
 `data_seed`, or from s itself when `data_seed` is null). A seed that finishes (grokked and held)
 or diverges (non-finite loss) is dropped from the stack; the others go on.
+
+In a pack the stack holds members: each config's seeds, one config after the other. A member
+has its own learning rate (and schedule), weight decay, lambda_alg (and schedule), Grokfast
+alpha and lamb, init, split and step budget; everything else is the pack's (grokray.pack.
+pack_key: the eval schedule fields and the snapshots section too). So each member evaluates at
+its own config's steps (its schedule over its own budget), records its own lr and weight norms,
+and its trial's snapshots go to that trial's own recorder (seeds repeat across configs).
+Chunk sizes on CPU and FORGE's L_assoc form depend on the member's shape, not on how many
+members train: a member does the arithmetic of its trial alone.
 
 The trainer talks to the model only through grokray.models.protocol.Model.
 
@@ -33,13 +44,15 @@ from grokray.result import SeedResult
 from grokray.snapshots import Recorder
 from grokray.trial import Progress, ProgressFn, TrialRun, error_line, resolve_device, run_trial
 
-__all__ = ["Progress", "ProgressFn", "resolve_device", "run_trial", "train"]
+__all__ = ["Progress", "ProgressFn", "resolve_device", "run_trial", "train", "train_pack"]
 
 LOGIT_BUDGET = 1 << 24  # elements of one eval logits chunk [S, chunk, n_out]
 TRAIN_LOGIT_BUDGET = 1 << 25  # elements of one training logits chunk (gradient accumulation)
+CHUNK_SEEDS = 8  # on CPU the budgets below are spent on this many seeds, however many train, so
+# that a seed's arithmetic (the chunks its sums run over) does not depend on the others
 CPU_CHUNK_BUDGET = 5 << 20  # on CPU, a chunk of pairs holds at most this many floats: its
-# logits and the model's per-pair floats (Model.pair_floats), over all seeds; cache-sized working
-# sets. At Z97, S = 8 this gives the MLP 1,362 pairs a chunk, FORGE (d 32, R 256) 705, the
+# logits and the model's per-pair floats (Model.pair_floats), over CHUNK_SEEDS seeds; cache-sized
+# working sets. At Z97 this gives the MLP 1,362 pairs a chunk, FORGE (d 32, R 256) 705, the
 # transformer (d 128, d_mlp 512) 305: FORGE's step is 1.3x faster than at 1,351 pairs (a
 # logits-only budget of 2^20), the transformer's 1.1x faster than at 675, the MLP's a little
 # faster than at 337 (benchmarks/README.md); on CUDA one big chunk is best
@@ -50,13 +63,20 @@ def train(run: TrialRun) -> None:
     _Trial(run).run()
 
 
-class _Trial:
-    """The state of one running trial (a class only to keep run_trial readable)."""
+def train_pack(runs: list[TrialRun]) -> None:
+    """Train the trials `runs` (configs of one `grokray.pack.pack_key`) as one stack of members,
+    each recording its own outcomes and curve rows as it would alone."""
+    _Trial(runs).run()
 
-    def __init__(self, run: TrialRun) -> None:
+
+class _Trial:
+    """The state of one running trial or pack (a class only to keep run_trial readable)."""
+
+    def __init__(self, runs: TrialRun | list[TrialRun]) -> None:
+        runs = runs if isinstance(runs, list) else [runs]
+        run = runs[0]
         cfg = run.cfg
-        self.trial, self.cfg, self.progress = run, cfg, run.progress
-        self.t0 = run.t0
+        self.runs, self.cfg = runs, cfg
         self.device, self.dtype = run.device, run.dtype
         self.metric_names = list(cfg.metrics.cheap) + list(cfg.metrics.costly)
         if self.metric_names:
@@ -64,10 +84,15 @@ class _Trial:
 
             validate_metric_names(self.metric_names)
         self.task = task = run.task
-        self.seeds = list(run.seeds)
+        members = [(ri, s) for ri, r in enumerate(runs) for s in r.seeds]
+        self.member_run = [ri for ri, _ in members]
+        """member position -> index of its trial in `runs`"""
+        self.seeds = [s for _, s in members]
+        self.steps = [runs[ri].cfg.steps for ri in self.member_run]
+        """each member's step budget"""
         S = len(self.seeds)
         dev = self.device
-        splits = run.splits
+        splits = [sp for r in runs for sp in r.splits]
         tr = torch.stack([t for t, _ in splits])  # [S, Ntr] task indices
         self.n_train = tr.shape[1]
         self.a, self.b, self.y = task.a.to(dev), task.b.to(dev), task.y.to(dev)
@@ -85,11 +110,20 @@ class _Trial:
             self.ev_tr = torch.stack([_subsample(t, m, s, 3) for (t, _), s in pairs]).to(dev)
             self.ev_val = torch.stack([_subsample(v, m, s, 4) for (_, v), s in pairs]).to(dev)
         model_cls = run.family.model
-        self.model: Model = model_cls(cfg, task.n_in, task.n_out, self.seeds, dev, self.dtype)
-        run.n_params = model_cls.count_params(cfg, task.n_in, task.n_out)
-        self.wd = self.model.weight_decay(cfg.optim.weight_decay)
-        self.opt = make_optimizer(self.model.params, self.wd, cfg.optim)
-        self.filt = make_filter(cfg.grokfast)
+        models: list[Model] = [model_cls(r.cfg, task.n_in, task.n_out, r.seeds, dev, self.dtype)
+                               for r in runs]
+        for r in runs:
+            r.n_params = model_cls.count_params(r.cfg, task.n_in, task.n_out)
+        wd = [models[ri].weight_decay(runs[ri].cfg.optim.weight_decay) for ri in self.member_run]
+        self.model = models[0]
+        for other in models[1:]:
+            self.model.extend(other)
+            other.params = {}  # kept for its schedule (aux_weight) only
+        self.configs = models
+        """each trial's own model object: its lambda_alg schedule (`aux_weight`)"""
+        self.opt = make_optimizer(self.model.params, wd, cfg.optim)
+        self.filt = make_filter([runs[ri].cfg.grokfast for ri in self.member_run]
+                                if len(runs) > 1 else cfg.grokfast)
         bs = cfg.optim.batch_size
         if bs is None:
             bs = self.n_train if self.n_train <= cfg.optim.max_full_batch else \
@@ -98,35 +132,38 @@ class _Trial:
         self.batcher = None if self.batch >= self.n_train else _Batcher(
             self.seeds, self.n_train, self.batch)
         self.has_aux = self.model.has_aux
-        self.evals = EvalSchedule(cfg)
-        self.snaps = Recorder(cfg, self.evals.steps(), self.model.params)
+        self.evals = [EvalSchedule(r.cfg) for r in runs]
+        """each trial's eval steps (its own schedule and budget)"""
+        self.snaps = [Recorder(r.cfg, ev.steps(), self.model.params)
+                      for r, ev in zip(runs, self.evals, strict=True)]
+        """each trial's snapshot recorder (seeds repeat across the configs of a pack)"""
         self.detector = GrokDetector(cfg.metrics.grok_threshold, cfg.metrics.memorize_threshold,
                                      cfg.metrics.patience)
         self.active = list(range(S))  # positions (into self.seeds) still in the stack
-        self.rows = run.rows
         self.last: dict[int, dict[str, float]] = {}
-        self.n_evals = 0
+        self.n_evals = [0] * S  # evals each member has had
 
     # ------------------------------------------------------------------ main loop
 
     def run(self) -> None:
-        cfg = self.cfg
         step = 0
         t_loop = time.perf_counter()
         try:
-            self._evaluate(0, final=False)
+            self._evaluate(0, list(self.active))
             check_every = 1 if self.device.type == "cpu" else 16
-            while step < cfg.steps and self.active:
+            while step < max(self.steps) and self.active:
                 loss = self._train_step(step)
                 step += 1
-                if step % check_every == 0 or step in self.evals:
-                    self._check_finite(loss, step - 1)
+                evals = [self.evals[self.member_run[p]] for p in self.active]
+                self._check_finite(loss, step - 1, [
+                    step % check_every == 0 or step in ev for ev in evals])
                 if not self.active:
                     break
-                if step in self.evals:
-                    self._evaluate(step, final=step == cfg.steps)
-                    if self.progress is not None:
-                        self._report(step, t_loop)
+                due = [p for p in self.active if step in self.evals[self.member_run[p]]]
+                if due:
+                    self._evaluate(step, due)
+                    self._report(step, t_loop, due)
+                self._end([p for p in self.active if step == self.steps[p]], step)
         except Exception as exc:
             # a user's mistake is raised by run_trial; any other error fails the active seeds
             for pos in self.active:
@@ -134,30 +171,36 @@ class _Trial:
             self.active = []
             if isinstance(exc, GrokrayError):
                 raise
-        for pos in list(self.active):
-            tr = self.detector.tracks.get(self.seeds[pos])
-            grokked = tr is not None and tr.grok_step is not None
-            self._finish(pos, "grokked" if grokked else "not_grokked", step)
-        self.trial.snapshots = self.snaps.records()
+        self._end(list(self.active), step)
+        for run, snaps in zip(self.runs, self.snaps, strict=True):
+            run.snapshots = snaps.records()
         self._summarize()
 
+    def _end(self, positions: list[int], step: int) -> None:
+        """Finish the members at `positions`, whose budget is spent, and drop them."""
+        for pos in positions:
+            tr = self.detector.tracks.get(pos)
+            grokked = tr is not None and tr.grok_step is not None
+            self._finish(pos, "grokked" if grokked else "not_grokked", step)
+        self._drop(positions)
+
     def _train_step(self, step: int) -> torch.Tensor:
-        cfg, model = self.cfg, self.model
+        model = self.model
         if self.batcher is None:
             a, b, y = self.a_tr, self.b_tr, self.y_tr
         else:
-            idx = self.batcher.next([self.seeds[p] for p in self.active]).to(self.device)
+            idx = self.batcher.next(self.active).to(self.device)
             idx = self.tr.gather(1, idx)  # [S, B] task indices
             a, b, y = self.a[idx], self.b[idx], self.y[idx]
         S = y.shape[0]
         chunk = self._chunk(TRAIN_LOGIT_BUDGET, S, model.pair_floats)
-        lam = model.aux_weight(step, cfg.steps) if self.has_aux else 0.0
+        lam = self._aux_weight(step) if self.has_aux else 0.0
         names = list(model.params)
         ps = [model.params[k] for k in names]
         acc: list[torch.Tensor | None] = [None] * len(ps)
         total_sum = torch.zeros(S, device=self.device, dtype=self.dtype)
         for n, total in enumerate(model.data_losses(a, b, y, chunk)):
-            if lam > 0.0 and n == 0:
+            if n == 0 and (bool((lam > 0.0).any()) if isinstance(lam, torch.Tensor) else lam > 0):
                 total = total + lam * model.aux_loss()
             gs = torch.autograd.grad(total.sum(), ps, allow_unused=True)
             acc = [g if s is None else s if g is None else s.add_(g)
@@ -168,21 +211,36 @@ class _Trial:
                  for k, p, g in zip(names, ps, acc, strict=True)}
         if self.filt is not None:
             grads = self.filt(grads)
-        self.opt.step(model.params, grads, lr_at(step, cfg.optim, cfg.steps))
+        self.opt.step(model.params, grads, self._per_member(
+            lambda r, c: lr_at(step, c.optim, c.steps)))
         return total_sum
+
+    def _per_member(self, fn) -> float | list[float]:  # noqa: ANN001 - fn(run index, config)
+        """fn's value for each active member (one float when every member shares it)."""
+        by_run = {ri: fn(ri, self.runs[ri].cfg) for ri in dict.fromkeys(self.member_run)}
+        values = [by_run[self.member_run[p]] for p in self.active]
+        return values[0] if len(set(values)) == 1 else values
+
+    def _aux_weight(self, step: int) -> float | torch.Tensor:
+        """lambda_alg of each active member at `step`: one float, or a tensor [S]."""
+        lam = self._per_member(lambda r, c: self.configs[r].aux_weight(step, c.steps))
+        if isinstance(lam, list):
+            return torch.tensor(lam, dtype=self.dtype, device=self.device)
+        return lam
 
     def _chunk(self, budget: int, S: int, pair_floats: int = 0) -> int:
         """Pairs per chunk so that one logits tensor [S, chunk, n_out] holds <= budget elements;
         on CPU also the logits and `pair_floats` more per pair and seed <= CPU_CHUNK_BUDGET
-        (cache-sized working sets)."""
+        (cache-sized working sets), both over CHUNK_SEEDS seeds whatever S: a seed's chunks
+        are those of its trial alone."""
         n = self.task.n_out
-        chunk = budget // max(1, S * n)
         if self.device.type == "cpu":
-            chunk = min(chunk, CPU_CHUNK_BUDGET // max(1, S * (n + pair_floats)))
-        return max(1, chunk)
+            return max(1, min(budget // (CHUNK_SEEDS * n),
+                              CPU_CHUNK_BUDGET // (CHUNK_SEEDS * (n + pair_floats))))
+        return max(1, budget // max(1, S * n))
 
-    def _check_finite(self, loss: torch.Tensor, step: int) -> None:
-        bad = ~torch.isfinite(loss)
+    def _check_finite(self, loss: torch.Tensor, step: int, due: list[bool]) -> None:
+        bad = ~torch.isfinite(loss) & torch.tensor(due, device=loss.device)
         if not bool(bad.any()):
             return
         dropped = [self.active[i] for i in torch.nonzero(bad).flatten().tolist()]
@@ -193,8 +251,10 @@ class _Trial:
     # ------------------------------------------------------------------ evaluation
 
     @torch.no_grad()
-    def _evaluate(self, step: int, final: bool) -> None:
-        cfg, model = self.cfg, self.model
+    def _evaluate(self, step: int, due: list[int]) -> None:
+        """Evaluate every active member; record the rows of those in `due` (members whose eval
+        falls at `step`; a member's last one, at its own budget, is its final eval)."""
+        model = self.model
         act = torch.tensor(self.active, device=self.device)
         if self.full_eval:
             loss, correct, pred = self._eval_all()  # [S, N] each
@@ -211,34 +271,58 @@ class _Trial:
             "train_loss": tr_loss, "train_acc": tr_acc, "val_loss": va_loss, "val_acc": va_acc,
         }
         cols.update(weight_norms(model.params))
-        scalars = {"lr": lr_at(step, cfg.optim, cfg.steps)}
         if self.has_aux:
             for k, val in model.aux_losses().items():
                 cols[f"loss_{k}"] = val
-            scalars["lambda_alg"] = model.aux_weight(step, cfg.steps)
-        if self.metric_names:
-            cols.update(self._mechanism(pred, final))
         table = {k: v.detach().to("cpu", torch.float64).tolist() for k, v in cols.items()}
+        index = {p: i for i, p in enumerate(self.active)}
+        metrics = self._metrics(pred, step, due, index) if self.metric_names else {}
         finished, diverged = [], []
-        for i, pos in enumerate(self.active):
-            seed = self.seeds[pos]
-            row = {"seed": seed, "step": step, **{k: v[i] for k, v in table.items()}, **scalars}
-            self.rows.append(row)
+        for pos in due:
+            i, seed, cfg = index[pos], self.seeds[pos], self.runs[self.member_run[pos]].cfg
+            row = {"seed": seed, "step": step, **{k: v[i] for k, v in table.items()},
+                   **metrics.get(pos, {}), "lr": lr_at(step, cfg.optim, cfg.steps)}
+            if self.has_aux:
+                row["lambda_alg"] = self.configs[self.member_run[pos]].aux_weight(step,
+                                                                                 cfg.steps)
+            self.runs[self.member_run[pos]].rows.append(row)
             self.last[pos] = row
+            self.n_evals[pos] += 1
             if not (math.isfinite(row["train_loss"]) and math.isfinite(row["val_loss"])):
                 diverged.append(pos)
                 continue
-            track = self.detector.update(seed, step, row["train_acc"], row["val_acc"])
+            track = self.detector.update(pos, step, row["train_acc"], row["val_acc"])
             if track.finished:
                 finished.append(pos)
-        self.snaps.at_eval(step, [self.seeds[p] for p in self.active], model.params,
-                           self.detector.tracks)
+        for ri in dict.fromkeys(self.member_run[p] for p in due):
+            mine = [p for p in due if self.member_run[p] == ri]
+            self.snaps[ri].at_eval(step, [self.seeds[p] for p in mine], model.params,
+                                   {self.seeds[p]: self.detector.tracks.get(p) for p in mine},
+                                   index=[index[p] for p in mine])
         for pos in diverged:
             self._finish(pos, "diverged", step, error=f"non-finite eval loss at step {step}")
         for pos in finished:
             self._finish(pos, "grokked", step)
         self._drop(diverged + finished)
-        self.n_evals += 1
+
+    def _metrics(self, pred: torch.Tensor | None, step: int, due: list[int],
+                 index: dict[int, int]) -> dict[int, dict[str, float]]:
+        """The mechanism metrics due for each member in `due` (by its own eval count, and all
+        of them at its final eval), computed on every active member."""
+        from grokray.metrics.mechanism import metrics_due
+
+        by_names: dict[tuple[str, ...], list[int]] = {}
+        for pos in due:
+            final = step > 0 and step == self.steps[pos]
+            names = metrics_due(self.cfg.metrics, self.n_evals[pos], final)
+            by_names.setdefault(tuple(names), []).append(pos)
+        out: dict[int, dict[str, float]] = {}
+        for names, members in by_names.items():
+            vals = {k: v.detach().to("cpu", torch.float64).tolist()
+                    for k, v in self._mechanism(pred, list(names)).items()}
+            for pos in members:
+                out[pos] = {k: v[index[pos]] for k, v in vals.items()}
+        return out
 
     def _eval_all(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Loss, correctness and prediction on every task pair: [S, N] each (shared inputs)."""
@@ -268,10 +352,9 @@ class _Trial:
             loss_sum += nll_rows_(logits, y).sum(1).double()
         return loss_sum / m, acc_sum / m
 
-    def _mechanism(self, pred: torch.Tensor | None, final: bool) -> dict[str, torch.Tensor]:
-        from grokray.metrics.mechanism import MetricInputs, compute_eval_metrics, metrics_due
+    def _mechanism(self, pred: torch.Tensor | None, names: list[str]) -> dict[str, torch.Tensor]:
+        from grokray.metrics.mechanism import MetricInputs, compute_eval_metrics
 
-        names = metrics_due(self.cfg.metrics, self.n_evals, final)
         if not names:
             return {}
         task = self.task
@@ -290,13 +373,14 @@ class _Trial:
     # ------------------------------------------------------------------ bookkeeping
 
     def _finish(self, pos: int, status: str, step: int, error: str | None = None) -> None:
-        seed = self.seeds[pos]
+        seed, run = self.seeds[pos], self.runs[self.member_run[pos]]
         if status in ("grokked", "not_grokked"):
-            self.snaps.at_end(seed, step, self.active.index(pos), self.model.params)
-        tr = self.detector.tracks.get(seed)
+            self.snaps[self.member_run[pos]].at_end(seed, step, self.active.index(pos),
+                                                    self.model.params)
+        tr = self.detector.tracks.get(pos)
         last = self.last.get(pos, {})
-        self.trial.outcome[seed] = SeedResult(
-            seed=seed, data_seed=self.cfg.seed_data_seed(seed), status=status, error=error,
+        run.outcome[seed] = SeedResult(
+            seed=seed, data_seed=run.cfg.seed_data_seed(seed), status=status, error=error,
             grok_step=tr.grok_step if tr else None,
             grok_step_lo=tr.grok_step_lo if tr else None,
             memorize_step=tr.memorize_step if tr else None,
@@ -322,45 +406,54 @@ class _Trial:
         self.tr, self.a_tr = self.tr[keep], self.a_tr[keep]
         self.b_tr, self.y_tr = self.b_tr[keep], self.y_tr[keep]
 
-    def _report(self, step: int, t_loop: float) -> None:
-        assert self.progress is not None
-        grokked = sum(t.grok_step is not None for t in self.detector.tracks.values())
-        last_step_rows = [r for r in self.rows[-len(self.seeds):] if r["step"] == step]
-        best = max((r["val_acc"] for r in last_step_rows), default=float("nan"))
+    def _report(self, step: int, t_loop: float, due: list[int]) -> None:
+        """Each trial with a member in `due` reports its own seeds to its progress callback."""
         dt = max(1e-9, time.perf_counter() - t_loop)
-        self.progress(Progress(step, self.cfg.steps, len(self.seeds), len(self.active), grokked,
-                               best, step / dt))
+        for ri in dict.fromkeys(self.member_run[p] for p in due):
+            run = self.runs[ri]
+            if run.progress is None:
+                continue
+            mine = [p for p, r in enumerate(self.member_run) if r == ri]
+            tracks = [self.detector.tracks.get(p) for p in mine]
+            grokked = sum(t is not None and t.grok_step is not None for t in tracks)
+            rows = [r for r in run.rows[-len(run.seeds):] if r["step"] == step]
+            best = max((r["val_acc"] for r in rows), default=float("nan"))
+            n_active = sum(self.member_run[p] == ri for p in self.active)
+            run.progress(Progress(step, run.cfg.steps, len(run.seeds), n_active, grokked,
+                                  best, step / dt))
 
     def _summarize(self) -> None:
         """Each seed's scalar summaries of its metric curves (grokray.metrics.mechanism)."""
-        from grokray.metrics.mechanism import summarize
-
-        if not self.rows:
-            return
         import pandas as pd
 
-        out = self.trial.outcome
-        grok = {s: out[s].grok_step for s in self.seeds}
-        for seed, summary in summarize(pd.DataFrame(self.rows), grok).items():
-            if seed in out:
-                out[seed].metrics.update(summary)
+        from grokray.metrics.mechanism import summarize
+
+        for run in self.runs:
+            if not run.rows:
+                continue
+            out = run.outcome
+            grok = {s: out[s].grok_step for s in run.seeds}
+            for seed, summary in summarize(pd.DataFrame(run.rows), grok).items():
+                if seed in out:
+                    out[seed].metrics.update(summary)
 
 
 class _Batcher:
-    """Per-seed shuffled mini-batches of positions in the train set (each seed its own stream)."""
+    """Per-member shuffled mini-batches of positions in the train set (each member its own
+    stream, from its seed)."""
 
     def __init__(self, seeds: list[int], n: int, batch: int) -> None:
         self.n, self.batch = n, batch
-        self.gens = {s: seed_generator(s, 2) for s in seeds}
-        self.perm: dict[int, torch.Tensor] = {}
+        self.gens = [seed_generator(s, 2) for s in seeds]
+        self.perm: list[torch.Tensor] = []
         self.pos = 0
 
-    def next(self, seeds: list[int]) -> torch.Tensor:
-        """[S, batch] positions for the given (still active) seeds."""
+    def next(self, members: list[int]) -> torch.Tensor:
+        """[S, batch] positions for the given (still active) member positions."""
         if self.pos + self.batch > self.n or not self.perm:
-            self.perm = {s: torch.randperm(self.n, generator=g) for s, g in self.gens.items()}
+            self.perm = [torch.randperm(self.n, generator=g) for g in self.gens]
             self.pos = 0
-        out = torch.stack([self.perm[s][self.pos:self.pos + self.batch] for s in seeds])
+        out = torch.stack([self.perm[m][self.pos:self.pos + self.batch] for m in members])
         self.pos += self.batch
         return out
 

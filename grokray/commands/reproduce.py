@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grokray.commands.sweep import add_pack_argument, pack_setting
+
 SCALES = ("cpu", "paper")
 """the ledger's scales (analysis.ledger.claims.SCALES, whose spec dirs they name)"""
 TIMES = "reproduce_times.json"
@@ -57,6 +59,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--num-cpus", type=int, default=None,
                    help="CPUs of the embedded local Ray (default: all)")
     p.add_argument("--plain", action="store_true", help="plain line output even on a terminal")
+    add_pack_argument(p)
     p.set_defaults(func=main)
 
 
@@ -126,6 +129,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.local and args.address:
         raise GrokrayError("--local runs in this process; drop --address (or --local)")
+    pack_setting(args)  # a bad --pack: one line, exit 2, before any work
     root = repo_root()
     specs = [dataclasses.replace(load_spec(str(root / rel)), out=args.out)
              for rel in ledger_specs(args.scale)]
@@ -193,7 +197,7 @@ def _run_sweep(spec: Any, session: Any, args: argparse.Namespace,  # noqa: ANN40
         t0 = time.perf_counter()
         writer = sweep_writer(plan, plain=args.plain, context=progress.line)
         try:
-            run_sweep(plan, writer, session)
+            run_sweep(plan, writer, session, pack_setting(args))
         except KeyboardInterrupt:
             _record(rec, writer, time.perf_counter() - t0, interrupted=True)
             _append_times(args.out, rec)

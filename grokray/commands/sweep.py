@@ -40,7 +40,57 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--summary", action=argparse.BooleanOptionalAction, default=True,
                    help="print the status table when done (default: on)")
     p.add_argument("--plain", action="store_true", help="plain line output even on a terminal")
+    add_pack_argument(p)
     p.set_defaults(func=main)
+
+
+def add_pack_argument(p: argparse.ArgumentParser) -> None:
+    """`--pack off|auto|N` (grokray sweep, grokray reproduce)."""
+    p.add_argument("--pack", default="off", metavar="off|auto|N",
+                   help="train configs of one shape as one stack of members (docs/sweeps.md, "
+                        "config-packed trials): off (default), auto (sized to keep every worker "
+                        "busy), or N configs per pack; grids only (searches run unpacked)")
+
+
+def pack_setting(args: argparse.Namespace) -> int | None:
+    """`--pack` as configs per pack (1: off, None: auto); GrokrayError naming the valid values."""
+    from grokray.errors import GrokrayError
+    from grokray.sweep.batching import parse_pack
+
+    try:
+        return parse_pack(getattr(args, "pack", "off"))
+    except ValueError as exc:
+        raise GrokrayError(str(exc)) from None
+
+
+def pack_summary(plan, pack: int | None, n_cpus: int | None) -> dict:  # noqa: ANN001 - Plan
+    """What `--pack` makes of the plan's configs: the size, the packs of several configs and
+    the configs left alone (counted from the axes when the grid was counted, not built)."""
+    import math
+    import os
+
+    from grokray.pack import PER_MEMBER, pack_key
+    from grokray.sweep.batching import PACK_MEMBERS, pack_groups, pack_size
+
+    spec = plan.spec
+    slots = max(1, int((n_cpus or os.cpu_count() or 1) // (spec.cpu or 1)))
+    if spec.search is not None:
+        return {"pack": "off (a search runs one config per trial)"}
+    if not plan.counted:
+        size = pack_size(plan.todo, slots, pack)
+        sizes = [len(g) for g in pack_groups(plan.todo, size)]
+    else:
+        n, seeds = plan.n_trials, len(spec.seeds)
+        size = pack if pack is not None else \
+            max(1, min(math.ceil(n / slots), PACK_MEMBERS // max(1, seeds)))
+        member = math.prod(len(ax) for ax in spec.axes if set(ax.keys) <= set(PER_MEMBER))
+        if pack_key(spec.base) is None or any("arch" in ax.keys for ax in spec.axes):
+            member = 1
+        per_shape = [size] * (member // size) + ([member % size] if member % size else [])
+        sizes = per_shape * (n // max(1, member))
+    return {"pack": "auto" if pack is None else pack, "pack_size": size,
+            "packs": sum(k > 1 for k in sizes), "packed_configs": sum(k for k in sizes if k > 1),
+            "unpacked_configs": sum(k == 1 for k in sizes)}
 
 
 def plan_summary(plan) -> dict:  # noqa: ANN001 - Plan (kept lazy)
@@ -154,6 +204,7 @@ def main(args: argparse.Namespace) -> int:
         raise GrokrayError("--json goes with --dry-run (a running sweep prints progress lines)")
     if args.local and spec.search is not None:
         raise GrokrayError("a search runs on Ray only (Optuna through Ray Tune); drop --local")
+    pack_setting(args)  # a bad --pack: one line, exit 2, before any work
     # the output location, before any work: one line and exit 2 when it cannot be written
     store.check_writable(spec.sweep_dir, create=not args.dry_run)
     if args.dry_run:
@@ -191,15 +242,17 @@ def sweep_writer(plan, *, plain: bool, context=None):  # noqa: ANN001, ANN201 - 
     return Writer(plan, display)
 
 
-def run_sweep(plan, writer, session) -> None:  # noqa: ANN001 - Plan, Writer, RaySession (lazy)
+def run_sweep(plan, writer, session, pack: int | None = 1) -> None:  # noqa: ANN001 - lazy types
     """Run one sweep plan's missing trials on the executor `session` gives (in process without
     one), the progress display live, each finished trial written by `writer` as it ends (also
-    what came back before an interrupt). Call it holding the sweep's `sweep_lock`."""
+    what came back before an interrupt); `pack`: configs per pack (1: off, None: auto). Call it
+    holding the sweep's `sweep_lock`."""
     from grokray.sweep.executor import make_executor
     from grokray.sweep.runner import run_plan
 
     with writer.display:
-        run_plan(plan, make_executor(plan.spec, plan.run_id, session), writer.display, writer)
+        run_plan(plan, make_executor(plan.spec, plan.run_id, session, pack), writer.display,
+                 writer)
 
 
 def _dry_run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
@@ -208,12 +261,21 @@ def _dry_run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
 
     plan = make_plan(spec, rerun_failed=args.rerun_failed, force=args.force, build=False)
     cost = estimate_plan(plan, n_cpus=args.num_cpus)
+    pack = pack_setting(args)
+    packs = pack_summary(plan, pack, args.num_cpus) if pack != 1 else {}
     if args.json:
         import json
 
-        print(json.dumps({**plan_summary(plan), **cost_json(cost)}), flush=True)
+        print(json.dumps({**plan_summary(plan), **cost_json(cost), **packs}), flush=True)
     else:
-        print(describe(plan) + "\n" + cost_text(cost), flush=True)
+        text = describe(plan) + "\n" + cost_text(cost)
+        if packs.get("pack_size"):
+            text += (f"\npack {packs['pack']}: {packs['packs']:,} packs of up to "
+                     f"{packs['pack_size']} configs ({packs['packed_configs']:,} configs), "
+                     f"{packs['unpacked_configs']:,} configs alone")
+        elif packs:
+            text += f"\npack: {packs['pack']}"
+        print(text, flush=True)
     return 0
 
 
@@ -236,7 +298,7 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
         with signals, session or contextlib.nullcontext():
             signals.install()  # after Ray's start, which sets handlers of its own
             try:
-                run_sweep(plan, writer, session)
+                run_sweep(plan, writer, session, pack_setting(args))
             finally:
                 if session is not None:  # asked while still connected: Ray's temp dir
                     logs = session.logs_dir()

@@ -41,12 +41,12 @@ from grokray.models import (
     stack_init,
     uniform,
 )
-from grokray.models.assoc import assoc_exact, assoc_sampled, dad
+from grokray.models.assoc import assoc_exact, assoc_form, assoc_sampled, dad
 from grokray.models.fused import Workspace, forge_loss, ident_inv
 from grokray.models.protocol import BaseModel
 from grokray.models.registry import Family
 from grokray.optim.schedules import lambda_alg
-from grokray.trainer import train
+from grokray.trainer import train, train_pack
 
 if TYPE_CHECKING:  # pragma: no cover
     from grokray.config import TrialConfig
@@ -144,6 +144,9 @@ class Forge(BaseModel):
         self.f = f
         self.tied = f.decode != "separate"
         self.full_max, self.n_samples = f.alg_full_max, f.alg_samples
+        self.form = assoc_form(n_in, d, R, len(seeds)) if n_in <= f.alg_full_max else None
+        """the exact L_assoc form, chosen once for this config's seeds: a member of a pack (or
+        a trial whose seeds stop early) keeps the arithmetic of its trial alone"""
         self.aux_weights = {"assoc": f.w_assoc, "ident": f.w_ident, "inv": f.w_inv}
         s = cfg.model.init_scale
         std_e = s / d**0.5
@@ -295,7 +298,7 @@ class Forge(BaseModel):
         """L_assoc over all n^3 triples, [S], in the cheapest exact form (models/assoc.py) or the
         given one. Ut, Vt: the tables E U^T, E V^T [S, n, R]."""
         p = self.params
-        return assoc_exact(p["E"], p["U"], p["V"], p["W"], Ut, Vt, self.ws, form)
+        return assoc_exact(p["E"], p["U"], p["V"], p["W"], Ut, Vt, self.ws, form or self.form)
 
     def _mu_uv(self, Ux: torch.Tensor, Vy: torch.Tensor) -> torch.Tensor:
         """mu from the projections: W((U x) * (V y)). [S, M, R] (or [S, 1, R]) -> [S, M, d]."""
@@ -329,7 +332,12 @@ class Forge(BaseModel):
         super().select(keep)
         self.gens = [self.gens[i] for i in keep.tolist()]
 
+    def extend(self, other: Forge) -> None:
+        super().extend(other)
+        self.gens = self.gens + other.gens
 
-FAMILY = Family("forge", model=Forge, train=train, section="forge", config=ForgeConfig, auto=_auto,
+
+FAMILY = Family("forge", model=Forge, train=train, pack=train_pack, section="forge",
+                config=ForgeConfig, auto=_auto,
                 shared=("model.d", "model.rank", "model.init_scale", "optim", "grokfast",
                         "metrics"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+import torch
 from torch import Tensor
 
 from grokray.models import select_params
@@ -90,6 +91,11 @@ class Model(Protocol):
         """Keep only the seeds at positions `keep` (LongTensor) [`params` sliced]."""
         ...
 
+    def extend(self, other: Any) -> None:
+        """Append the seeds of `other`, a model of the same parameter shapes built for another
+        config of a pack, after this model's own [`params` concatenated]."""
+        ...
+
 
 def chunked_losses(logits: Any, a: Tensor, b: Tensor, y: Tensor, chunk: int) -> Iterator[Tensor]:
     """The plain data loss: one `seed_cross_entropy` term per chunk of pairs, weighted by its
@@ -145,6 +151,10 @@ class BaseModel:
 
     def select(self, keep: Tensor) -> None:
         self.params = select_params(self.params, keep)
+
+    def extend(self, other: Any) -> None:
+        self.params = {k: torch.cat([v.detach(), other.params[k].detach()]).requires_grad_()
+                       for k, v in self.params.items()}
 
 
 __all__ = ["BaseModel", "Model", "chunked_losses"]

@@ -45,6 +45,9 @@ class Family:
     curve rows in `run` (grokray.trainer.train for gradient-trained models)"""
     model: type | None = None
     """the seed-batched model class (grokray.models.protocol.Model) for gradient training"""
+    pack: Callable[[list[Any]], None] | None = None
+    """trains several trials of one shape as one stack of members: fn(runs: list[TrialRun])
+    (grokray.trainer.train_pack); None: the family's trials run one at a time"""
     section: str | None = None
     """the key of its own config section (`forge`), or None"""
     config: type | None = None

@@ -7,6 +7,10 @@ history exactly as a single-seed run would be. Applied between backward and the 
   reference does: its first update gives mu = g).
 - MA:  g <- g + lam * mean(last w gradients, the current one included); with `warmup` only once
   w gradients have been seen (the reference's default).
+
+In a pack of configs (grokray.optim.members) `alpha` and `lamb` may be one value per member;
+each run of members sharing them is filtered as one slice. The filter kind, the MA window and
+warmup are the pack's (they set the state's shape and schedule).
 """
 
 from __future__ import annotations
@@ -14,36 +18,60 @@ from __future__ import annotations
 import torch
 
 from grokray.config import GrokfastConfig
+from grokray.optim.members import per_member, runs
 
 Grads = dict[str, torch.Tensor]
+
+
+def _amplify(grads: Grads, state: Grads, lambs: list[float], scale: float = 1.0) -> Grads:
+    """g + (lam * scale) * state, each run of members with its own lam."""
+    parts = runs(lambs)
+    if len(parts) == 1:
+        c = parts[0][2] * scale
+        return {k: g + c * state[k] for k, g in grads.items()}
+    out = {k: torch.empty_like(g) for k, g in grads.items()}
+    for s0, s1, lam in parts:
+        for k, g in grads.items():
+            torch.add(g[s0:s1], (lam * scale) * state[k][s0:s1], out=out[k][s0:s1])
+    return out
 
 
 class EMAFilter:
     """Exponential moving average filter; state `mu` per parameter, stacked over seeds."""
 
-    def __init__(self, alpha: float = 0.98, lamb: float = 2.0) -> None:
+    def __init__(self, alpha: float | list[float] = 0.98, lamb: float | list[float] = 2.0
+                 ) -> None:
         self.alpha, self.lamb = alpha, lamb
         self.mu: Grads | None = None
 
     def __call__(self, grads: Grads) -> Grads:
+        S = next(iter(grads.values())).shape[0]
+        self.alpha, self.lamb = per_member(self.alpha, S), per_member(self.lamb, S)
         if self.mu is None:
             self.mu = {k: g.detach().clone() for k, g in grads.items()}
         else:
             keys = list(grads)
-            mus = [self.mu[k] for k in keys]
-            torch._foreach_lerp_(mus, [grads[k] for k in keys], 1.0 - self.alpha)
-        return {k: g + self.lamb * self.mu[k] for k, g in grads.items()}
+            for s0, s1, a in runs(self.alpha):
+                torch._foreach_lerp_([self.mu[k][s0:s1] for k in keys],
+                                     [grads[k][s0:s1] for k in keys], 1.0 - a)
+        return _amplify(grads, self.mu, self.lamb)
 
     def select(self, keep: torch.Tensor) -> None:
         """Keep only the seeds at positions `keep` (after some seeds stopped)."""
         if self.mu is not None:
             self.mu = {k: v[keep] for k, v in self.mu.items()}
+        idx = keep.tolist()
+        if isinstance(self.alpha, list):
+            self.alpha = [self.alpha[i] for i in idx]
+        if isinstance(self.lamb, list):
+            self.lamb = [self.lamb[i] for i in idx]
 
 
 class MAFilter:
     """Windowed moving average filter: a ring buffer [w, S, ...] and a running sum per tensor."""
 
-    def __init__(self, window: int = 100, lamb: float = 5.0, warmup: bool = True) -> None:
+    def __init__(self, window: int = 100, lamb: float | list[float] = 5.0,
+                 warmup: bool = True) -> None:
         self.window, self.lamb, self.warmup = window, lamb, warmup
         self.buf: Grads | None = None
         self.total: Grads | None = None
@@ -66,21 +94,32 @@ class MAFilter:
         n = min(self.count, w)
         if self.warmup and n < w:
             return grads
-        return {k: g + (self.lamb / n) * self.total[k] for k, g in grads.items()}
+        lambs = per_member(self.lamb, next(iter(grads.values())).shape[0])
+        if len(runs(lambs)) == 1:
+            return {k: g + (lambs[0] / n) * self.total[k] for k, g in grads.items()}
+        return _amplify(grads, self.total, [lam / n for lam in lambs])
 
     def select(self, keep: torch.Tensor) -> None:
         """Keep only the seeds at positions `keep`."""
         if self.buf is not None and self.total is not None:
             self.buf = {k: v[:, keep] for k, v in self.buf.items()}
             self.total = {k: v[keep] for k, v in self.total.items()}
+        if isinstance(self.lamb, list):
+            self.lamb = [self.lamb[i] for i in keep.tolist()]
 
 
-def make_filter(cfg: GrokfastConfig) -> EMAFilter | MAFilter | None:
-    """The configured filter, or None when `filter` is none."""
-    if cfg.filter == "none":
+def make_filter(cfg: GrokfastConfig | list[GrokfastConfig]) -> EMAFilter | MAFilter | None:
+    """The configured filter, or None when `filter` is none; given one config per member,
+    their alpha and lamb per member (kind, window and warmup from the first)."""
+    cfgs = cfg if isinstance(cfg, list) else [cfg]
+    c = cfgs[0]
+    default = {"ema": 2.0, "ma": 5.0}.get(c.filter, 0.0)
+    lambs = [default if x.lamb is None else x.lamb for x in cfgs]
+    lamb = lambs if isinstance(cfg, list) else lambs[0]
+    if c.filter == "none":
         return None
-    if cfg.filter == "ema":
-        return EMAFilter(cfg.alpha, 2.0 if cfg.lamb is None else cfg.lamb)
-    if cfg.filter == "ma":
-        return MAFilter(cfg.window, 5.0 if cfg.lamb is None else cfg.lamb, cfg.warmup)
-    raise ValueError(f"unknown grokfast filter {cfg.filter!r}")
+    if c.filter == "ema":
+        return EMAFilter([x.alpha for x in cfgs] if isinstance(cfg, list) else c.alpha, lamb)
+    if c.filter == "ma":
+        return MAFilter(c.window, lamb, c.warmup)
+    raise ValueError(f"unknown grokfast filter {c.filter!r}")

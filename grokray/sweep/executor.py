@@ -45,19 +45,21 @@ class Executor(Protocol):
         """Sample and run `search.num_samples` configs, reporting each to `sink`."""
 
 
-def make_executor(spec: Any, run_id: str, session: RaySession | None) -> Executor:  # noqa: ANN401
+def make_executor(spec: Any, run_id: str, session: RaySession | None,  # noqa: ANN401
+                  pack: int | None = 1) -> Executor:
     """The executor of `spec` (a SweepSpec) in this run: in process without a `session`; a
     search or a joined cluster on Ray Tune (its experiment state under `<sweep dir>/_ray`); a
-    grid on an embedded local Ray on the session's warm workers."""
+    grid on an embedded local Ray on the session's warm workers. `pack` (configs per pack, 1:
+    off, None: auto) packs a grid in process and on warm workers; Ray Tune runs unpacked."""
     if session is None:
         from grokray.sweep.local_executor import LocalExecutor
 
-        return LocalExecutor()
+        return LocalExecutor(pack=pack)
     res = dict(cpu=spec.cpu, gpu=spec.gpu, concurrency=spec.concurrency, retries=spec.retries)
     if spec.search is None and not session.joined:
         from grokray.sweep.warm_executor import WarmExecutor
 
-        return WarmExecutor(session, **res)
+        return WarmExecutor(session, **res, pack=pack)
     from grokray.files import join_uri
     from grokray.sweep.tune_executor import TuneExecutor
 

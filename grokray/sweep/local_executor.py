@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError
-from grokray.sweep.outcome import TrialFn, default_trial_fn, execute
+from grokray.sweep.batching import pack_groups, pack_size
+from grokray.sweep.outcome import TrialFn, default_trial_fn, execute, execute_pack
 from grokray.sweep.search import SearchRun
 
 if TYPE_CHECKING:
@@ -16,18 +17,25 @@ if TYPE_CHECKING:
 
 
 class LocalExecutor:
-    """Runs `trial_fn` (default `grokray.trainer.run_trial`) on each config in this process."""
+    """Runs `trial_fn` (default `grokray.trainer.run_trial`) on each config in this process, or
+    packs of configs of one shape (`pack`, with the default trial function)."""
 
-    def __init__(self, trial_fn: TrialFn | None = None):
+    def __init__(self, trial_fn: TrialFn | None = None, pack: int | None = 1):
         self.trial_fn = trial_fn
+        self.pack = pack
+        """configs per pack (1: off; None: auto, `batching.pack_size` on one slot)"""
 
     def run_search(self, search: SearchRun, sink: Sink) -> None:
         raise GrokrayError("a search runs on Ray only (Optuna through Ray Tune); drop --local")
 
     def run(self, configs: Sequence[TrialConfig], sink: Sink) -> None:
         fn = self.trial_fn or default_trial_fn()
-        for cfg in configs:
-            sink.started(cfg)
-            out = execute(cfg, fn)
-            out.node_id = "local"
-            sink.finished(out)
+        size = 1 if self.trial_fn is not None else pack_size(configs, 1, self.pack)
+        for group in pack_groups(configs, size):
+            batch = [configs[i] for i in group]
+            for cfg in batch:
+                sink.started(cfg)
+            outs = execute_pack(batch) if len(batch) > 1 else [execute(batch[0], fn)]
+            for out in outs:
+                out.node_id = "local"
+                sink.finished(out)

@@ -57,6 +57,25 @@ def execute(config: TrialConfig, trial_fn: TrialFn) -> Outcome:
                        cpu_s=time.process_time() - c0, traceback=traceback.format_exc())
 
 
+def execute_pack(configs: Sequence[TrialConfig]) -> list[Outcome]:
+    """Run configs of one shape as one pack (`grokray.pack.run_pack`): one Outcome per config.
+    Each gets the pack's wall time and its share of the pack's CPU time by the seed-steps it
+    ran (so that the CPU times of a sweep still add up); an exception fails every config."""
+    from grokray.pack import run_pack
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        results = run_pack(configs)
+    except Exception as exc:  # noqa: BLE001 - every trial error becomes a failed row
+        wall, cpu, tb = time.perf_counter() - t0, time.process_time() - c0, traceback.format_exc()
+        return [Outcome(c, None, error=one_line(exc), wall_s=wall, cpu_s=cpu / len(configs),
+                        traceback=tb) for c in configs]
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    work = [max(1, sum(s.steps_run for s in r.seeds)) for r in results]
+    return [Outcome(c, r, wall_s=wall, cpu_s=cpu * w / sum(work))
+            for c, r, w in zip(configs, results, work, strict=True)]
+
+
 def one_line(exc: BaseException | str) -> str:
     """`Type: message`, first line only, at most 500 characters."""
     if isinstance(exc, BaseException):

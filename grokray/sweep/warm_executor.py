@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError
-from grokray.sweep.batching import longest_first, tiny_batches
+from grokray.sweep.batching import longest_first, pack_batches, pack_size, tiny_batches
 from grokray.sweep.outcome import TrialFn
 from grokray.sweep.retry import Retries, worker_lost
 from grokray.sweep.search import SearchRun
@@ -29,8 +29,11 @@ class WarmExecutor:
 
     def __init__(self, session: RaySession, *, cpu: float = 1.0, gpu: float = 0.0,
                  concurrency: int | None = None, retries: int = 2,
-                 trial_fn: TrialFn | None = None):
+                 trial_fn: TrialFn | None = None, pack: int | None = 1):
         self.session = session
+        self.pack = pack
+        """configs per pack (1: off; None: auto, `batching.pack_size`)"""
+        self.size = 1
         self.cpu, self.gpu = cpu, gpu
         self.concurrency = concurrency
         self.retries = retries
@@ -45,7 +48,10 @@ class WarmExecutor:
             return
         configs = list(configs)
         self.session.check_resources(self.cpu, self.gpu)
-        batches = tiny_batches(configs, self.session.slots(self.cpu, self.concurrency))
+        slots = self.session.slots(self.cpu, self.concurrency)
+        self.size = 1 if self.trial_fn is not None else pack_size(configs, slots, self.pack)
+        batches = pack_batches(configs, slots, self.size) if self.size > 1 else \
+            tiny_batches(configs, slots)
         self.run_batches([[configs[i] for i in batches[b]]
                           for b in longest_first(configs, batches)], sink)
 
@@ -70,7 +76,8 @@ class WarmExecutor:
         def submit(batch: list[TrialConfig], actor: Any) -> None:
             for cfg in batch:
                 sink.started(cfg)
-            running[actor.run.remote([c.to_dict() for c in batch], fn_ref)] = (batch, actor)
+            running[actor.run.remote([c.to_dict() for c in batch], fn_ref, self.size)] = \
+                (batch, actor)
 
         slots = self.session.slots(self.cpu, self.concurrency)
         for actor in self.session.warm.get(min(slots, len(todo)), self.cpu, self.gpu):

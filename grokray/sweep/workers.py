@@ -31,11 +31,12 @@ def _worker_class() -> Any:
 
             return os.getpid()
 
-        def run(self, configs: list[dict[str, Any]], trial_fn: Any) -> bytes:
+        def run(self, configs: list[dict[str, Any]], trial_fn: Any, pack: int = 1) -> bytes:
             from grokray.config import TrialConfig
             from grokray.sweep.batch import run_batch
 
-            return pickle.dumps(run_batch([TrialConfig.from_dict(d) for d in configs], trial_fn))
+            return pickle.dumps(run_batch([TrialConfig.from_dict(d) for d in configs], trial_fn,
+                                          pack))
 
     globals()["_Worker"] = _Worker
     return _Worker

@@ -1,0 +1,74 @@
+"""Config-packed trials: `run_pack(configs) -> [TrialResult]` trains configs of one shape as one
+stack of members (config, seed), each exactly as its trial alone. No Ray here.
+
+Two configs pack when their `pack_key`s are equal: every field but the per-member ones
+(`PER_MEMBER`) is the same, so every parameter, buffer and batch has the same shape and every
+member takes the same steps of the same kind. A member's own values: the learning rate and its
+schedule, the weight decay (FORGE's split decay too), lambda_alg and its schedule, the Grokfast
+alpha and lamb, the init scale, the split (`data_seed`), the step budget and the label. The
+transformer and RFM do not pack (their families have no `pack`): their configs run one at a time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from grokray.config import TrialConfig
+from grokray.errors import GrokrayError
+from grokray.models.registry import get_family
+from grokray.result import TrialResult
+from grokray.trial import ProgressFn, TrialRun, error_line, run_trial
+
+PER_MEMBER = (
+    "steps", "seeds", "data_seed", "label",
+    "optim.lr", "optim.weight_decay", "optim.lr_schedule", "optim.warmup_steps",
+    "model.init_scale",
+    "forge.lambda_alg", "forge.lambda_schedule", "forge.lambda_end",
+    "forge.wd_embed", "forge.wd_dad", "forge.wd_other",
+    "grokfast.alpha", "grokfast.lamb",
+)
+"""the fields a member of a pack holds on its own (dotted: section.field)"""
+
+
+def pack_key(cfg: TrialConfig) -> str | None:
+    """What configs of one pack share: the canonical config without `PER_MEMBER` fields, plus
+    the seed count for FORGE (its L_assoc form is chosen for a trial's seeds). None: the
+    config's family does not pack."""
+    if get_family(cfg.arch).pack is None:
+        return None
+    d: dict[str, Any] = cfg.to_dict()
+    for name in PER_MEMBER:
+        section, _, field = name.rpartition(".")
+        (d.get(section, {}) if section else d).pop(field, None)
+    if cfg.arch == "forge":
+        d["n_seeds"] = len(cfg.seeds)
+    return json.dumps(d, sort_keys=True, default=str)
+
+
+def run_pack(configs: Sequence[TrialConfig],
+             progress: Sequence[ProgressFn | None] | None = None) -> list[TrialResult]:
+    """One TrialResult per config, in order, each as `run_trial(config)` gives it: configs of
+    one `pack_key` train as one stack (a family without packing runs them one at a time).
+
+    A user's mistake (GrokrayError) is raised; any other exception fails the seeds that have no
+    outcome yet, in every config of the pack. Raises ValueError when the keys differ."""
+    configs = list(configs)
+    progress = list(progress) if progress is not None else [None] * len(configs)
+    keys = {pack_key(c) for c in configs}
+    if None in keys or len(configs) == 1:
+        return [run_trial(c, p) for c, p in zip(configs, progress, strict=True)]
+    if len(keys) != 1:
+        raise ValueError("run_pack: configs of different shapes (pack_key) do not pack")
+    runs = [TrialRun(c, p) for c, p in zip(configs, progress, strict=True)]
+    pack = runs[0].family.pack
+    assert pack is not None
+    try:
+        pack(runs)
+    except GrokrayError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a failed trial is a result, not a crash
+        for run in runs:
+            run.fail_rest(error_line(exc))
+    return [run.result() for run in runs]
