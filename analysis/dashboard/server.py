@@ -54,7 +54,11 @@ class Dashboard:
         self.cache_lock = threading.Lock()
         self.started = time.time()
         self.last_refresh_s = 0.0
+        """seconds of the last refresh that read or dropped a file"""
         self.last_read = 0
+        """files that refresh read"""
+        self.refreshes = 0
+        """refreshes completed (a reader of the figures above waits for the one after a change)"""
         self._scan_roots()
 
     def _scan_roots(self) -> bool:
@@ -82,8 +86,10 @@ class Dashboard:
         changed = self._scan_roots()
         for s in self.sweeps:
             changed |= s.refresh()
-        self.last_refresh_s = time.perf_counter() - t0
-        self.last_read = sum(s.last_read for s in self.sweeps)
+        took, read = time.perf_counter() - t0, sum(s.last_read for s in self.sweeps)
+        if changed or read:
+            self.last_refresh_s, self.last_read = took, read
+        self.refreshes += 1
         return changed
 
     def state(self) -> dict:
@@ -91,7 +97,8 @@ class Dashboard:
                             "rows": int(len(s.trials)), "problems": len(s.problems)}
                            for i, s in enumerate(self.sweeps)],
                 "roots": self.roots, "refresh_s": REFRESH_S, "now": time.time(),
-                "last_refresh_s": self.last_refresh_s, "last_read": self.last_read}
+                "last_refresh_s": self.last_refresh_s, "last_read": self.last_read,
+                "refreshes": self.refreshes}
 
     def sweep(self, request: web.Request, key: str = "sweep") -> tuple[int, SweepIndex]:
         raw = request.query.get(key, "0")
