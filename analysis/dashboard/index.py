@@ -126,9 +126,7 @@ class SweepIndex:
             for sub, reader in ((TRIALS, self._read_trials), (CURVES, self._read_curves)):
                 changed |= self._refresh_sub(sub, reader)
             try:
-                from grokray.files import read_plan
-
-                self.plan = read_plan(self.path)
+                self.plan = files.read_plan(self.path)
             except (OSError, ValueError):
                 self.plan = None
             if changed:

@@ -63,7 +63,7 @@ def status_tables(sweep_dir: str) -> dict:
     if problems:
         raise SchemaError("\n".join(problems))
     df, dropped, dup_ids = files.dedupe(t.frame)
-    plan = store.read_plan(sweep_dir)
+    plan = files.read_plan(sweep_dir)
     n_planned = plan["n_trials"] * len(plan["seeds"]) if plan else None
     by_cfg = df.groupby("config_hash")["status"].agg(lambda s: (s == "failed").any()) \
         if len(df) else pd.Series(dtype=bool)

@@ -45,8 +45,6 @@ from grokray.schema import ID_COLUMNS, IDENTITY_VERSION
 TRIALS = "trials"
 CURVES = "curves"
 SNAPSHOTS = "snapshots"
-PLAN = files.PLAN
-read_plan = files.read_plan
 _TMP_PREFIX = files.TMP_PREFIX
 
 
@@ -277,7 +275,7 @@ def write_plan(out_dir: str | os.PathLike, plan: dict[str, Any]) -> None:
     """Write `plan.json` (what a sweep means to run) atomically."""
     loc = Location.of(out_dir)
     data = json.dumps(plan, indent=1, sort_keys=True).encode()
-    loc.write_bytes_atomic(loc.join(PLAN), lambda out: out.write(data))
+    loc.write_bytes_atomic(loc.join(files.PLAN), lambda out: out.write(data))
 
 
 # ----------------------------------------------------------------------------- manifest
