@@ -5,8 +5,14 @@ Two configs pack when their `pack_key`s are equal: every field but the per-membe
 (`PER_MEMBER`) is the same, so every parameter, buffer and batch has the same shape and every
 member takes the same steps of the same kind. A member's own values: the learning rate and its
 schedule, the weight decay (FORGE's split decay too), lambda_alg and its schedule, the Grokfast
-alpha and lamb, the init scale, the split (`data_seed`), the step budget and the label. The
-transformer and RFM do not pack (their families have no `pack`): their configs run one at a time.
+filter (none, ema, ma) with its alpha, lamb, window and warmup, the init scale, the split
+(`data_seed`), the step budget and the label; and its group among groups of one order, when the
+task is the group's composition: the pairs (a, b) of every group of order n are the same n^2
+index pairs, only the answers differ (each member its own table), and neither the MLP nor
+FORGE holds anything else of the group (FORGE's algebra losses are over all triples of its
+learned embedding, with a learned identity and inverse). A config with mechanism metrics keeps
+its group in the key: they read the group's characters. The transformer and RFM do not pack
+(their families have no `pack`): their configs run one at a time.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError
+from grokray.groups import parse
 from grokray.models.registry import get_family
 from grokray.result import TrialResult
 from grokray.trial import ProgressFn, TrialRun, error_line, run_trial
@@ -27,15 +34,16 @@ PER_MEMBER = (
     "model.init_scale",
     "forge.lambda_alg", "forge.lambda_schedule", "forge.lambda_end",
     "forge.wd_embed", "forge.wd_dad", "forge.wd_other",
-    "grokfast.alpha", "grokfast.lamb",
+    "grokfast.filter", "grokfast.alpha", "grokfast.lamb", "grokfast.window", "grokfast.warmup",
 )
 """the fields a member of a pack holds on its own (dotted: section.field)"""
 
 
 def pack_key(cfg: TrialConfig) -> str | None:
     """What configs of one pack share: the canonical config without `PER_MEMBER` fields, plus
-    the seed count for FORGE (its L_assoc form is chosen for a trial's seeds). None: the
-    config's family does not pack."""
+    the seed count for FORGE (its L_assoc form is chosen for a trial's seeds), with the group
+    of a composition task as its order (unless metrics read the group). None: the config's
+    family does not pack."""
     if get_family(cfg.arch).pack is None:
         return None
     d: dict[str, Any] = cfg.to_dict()
@@ -44,7 +52,16 @@ def pack_key(cfg: TrialConfig) -> str | None:
         (d.get(section, {}) if section else d).pop(field, None)
     if cfg.arch == "forge":
         d["n_seeds"] = len(cfg.seeds)
+    if _composes(cfg) and not (cfg.metrics.cheap or cfg.metrics.costly):
+        d["group"] = f"order {parse(cfg.group).order}"
     return json.dumps(d, sort_keys=True, default=str)
+
+
+def _composes(cfg: TrialConfig) -> bool:
+    """The task is the group's composition (not a modular op on Z_p)."""
+    from grokray.tasks import canonical_names
+
+    return canonical_names(cfg.group, cfg.op)[1] == "group"
 
 
 def run_pack(configs: Sequence[TrialConfig],

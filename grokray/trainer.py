@@ -12,7 +12,8 @@ or diverges (non-finite loss) is dropped from the stack; the others go on.
 
 In a pack the stack holds members: each config's seeds, one config after the other. A member
 has its own learning rate (and schedule), weight decay, lambda_alg (and schedule), Grokfast
-alpha and lamb, init, split and step budget; everything else is the pack's (grokray.pack.
+filter and its settings, init, split, step budget and group table (groups of one order share
+the pairs (a, b); the answers y are then [S, N]); everything else is the pack's (grokray.pack.
 pack_key: the eval schedule fields and the snapshots section too). So each member evaluates at
 its own config's steps (its schedule over its own budget), records its own lr and weight norms,
 and its trial's snapshots go to that trial's own recorder (seeds repeat across configs).
@@ -95,9 +96,11 @@ class _Trial:
         splits = [sp for r in runs for sp in r.splits]
         tr = torch.stack([t for t, _ in splits])  # [S, Ntr] task indices
         self.n_train = tr.shape[1]
-        self.a, self.b, self.y = task.a.to(dev), task.b.to(dev), task.y.to(dev)
+        self.a, self.b = task.a.to(dev), task.b.to(dev)
+        self.y = _labels([r.task for r in runs], self.member_run).to(dev)
+        """answers [N], or [S, N] in a pack of groups of one order (each member its table)"""
         self.tr = tr.to(dev)
-        self.a_tr, self.b_tr, self.y_tr = self.a[self.tr], self.b[self.tr], self.y[self.tr]
+        self.a_tr, self.b_tr, self.y_tr = self.a[self.tr], self.b[self.tr], self._y(self.tr)
         N = len(task)
         self.full_eval = N <= cfg.metrics.eval_max_pairs
         if self.full_eval:
@@ -191,7 +194,7 @@ class _Trial:
         else:
             idx = self.batcher.next(self.active).to(self.device)
             idx = self.tr.gather(1, idx)  # [S, B] task indices
-            a, b, y = self.a[idx], self.b[idx], self.y[idx]
+            a, b, y = self.a[idx], self.b[idx], self._y(idx)
         S = y.shape[0]
         chunk = self._chunk(TRAIN_LOGIT_BUDGET, S, model.pair_floats)
         lam = self._aux_weight(step) if self.has_aux else 0.0
@@ -238,6 +241,10 @@ class _Trial:
             return max(1, min(budget // (CHUNK_SEEDS * n),
                               CPU_CHUNK_BUDGET // (CHUNK_SEEDS * (n + pair_floats))))
         return max(1, budget // max(1, S * n))
+
+    def _y(self, idx: torch.Tensor) -> torch.Tensor:
+        """The answers of task indices idx [S, m] (each active member its own table)."""
+        return self.y[idx] if self.y.dim() == 1 else self.y.gather(1, idx)
 
     def _check_finite(self, loss: torch.Tensor, step: int, due: list[bool]) -> None:
         bad = ~torch.isfinite(loss) & torch.tensor(due, device=loss.device)
@@ -330,7 +337,7 @@ class _Trial:
         chunk = self._chunk(LOGIT_BUDGET, S, self.model.pair_floats)
         losses, corrects, preds = [], [], []
         for i in range(0, N, chunk):
-            a, b, y = self.a[i:i + chunk], self.b[i:i + chunk], self.y[i:i + chunk]
+            a, b, y = self.a[i:i + chunk], self.b[i:i + chunk], self.y[..., i:i + chunk]
             logits = self.model.logits(a, b)  # [S, C, n_out]
             p = logits.argmax(-1)
             preds.append(p)
@@ -347,7 +354,7 @@ class _Trial:
         for i in range(0, m, chunk):
             j = idx[:, i:i + chunk]
             logits = self.model.logits(self.a[j], self.b[j])
-            y = self.y[j]
+            y = self._y(j)
             acc_sum += (logits.argmax(-1) == y).sum(1).double()
             loss_sum += nll_rows_(logits, y).sum(1).double()
         return loss_sum / m, acc_sum / m
@@ -405,6 +412,8 @@ class _Trial:
             self.filt.select(keep)
         self.tr, self.a_tr = self.tr[keep], self.a_tr[keep]
         self.b_tr, self.y_tr = self.b_tr[keep], self.y_tr[keep]
+        if self.y.dim() == 2:
+            self.y = self.y[keep]
 
     def _report(self, step: int, t_loop: float, due: list[int]) -> None:
         """Each trial with a member in `due` reports its own seeds to its progress callback."""
@@ -456,6 +465,17 @@ class _Batcher:
         out = torch.stack([self.perm[m][self.pos:self.pos + self.batch] for m in members])
         self.pos += self.batch
         return out
+
+
+def _labels(tasks: list, member_run: list[int]) -> torch.Tensor:  # noqa: ANN001 - Task
+    """The answers y of the tasks: [N] when they are one table, else [S, N] (member i the
+    table of tasks[member_run[i]]); the tasks must share their pairs (a, b)."""
+    first = tasks[0]
+    if all(t is first or torch.equal(t.y, first.y) for t in tasks):
+        return first.y
+    if not all(torch.equal(t.a, first.a) and torch.equal(t.b, first.b) for t in tasks):
+        raise ValueError("a pack's tasks must share their pairs (a, b): groups of one order")
+    return torch.stack([tasks[ri].y for ri in member_run])
 
 
 def _subsample(idx: torch.Tensor, m: int, seed: int, stream: int) -> torch.Tensor:

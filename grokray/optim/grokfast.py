@@ -8,9 +8,11 @@ history exactly as a single-seed run would be. Applied between backward and the 
 - MA:  g <- g + lam * mean(last w gradients, the current one included); with `warmup` only once
   w gradients have been seen (the reference's default).
 
-In a pack of configs (grokray.optim.members) `alpha` and `lamb` may be one value per member;
-each run of members sharing them is filtered as one slice. The filter kind, the MA window and
-warmup are the pack's (they set the state's shape and schedule).
+In a pack of configs (grokray.optim.members) every setting may be one per member. `alpha` and
+`lamb` vary within one filter (each run of members sharing them is filtered as one slice); the
+kind, the MA window and warmup set the state's shape and schedule, so members that differ in
+them get a filter each (`MemberFilters`): each run of members sharing them is filtered by its
+own filter on its own slice, and a member with filter none is left exactly unfiltered.
 """
 
 from __future__ import annotations
@@ -108,9 +110,49 @@ class MAFilter:
             self.lamb = [self.lamb[i] for i in keep.tolist()]
 
 
-def make_filter(cfg: GrokfastConfig | list[GrokfastConfig]) -> EMAFilter | MAFilter | None:
+Filter = EMAFilter | MAFilter
+
+
+class MemberFilters:
+    """Members that differ in filter kind, MA window or warmup: consecutive runs of members,
+    each with its own filter (None: unfiltered) on its own slice [s0:s1] of every gradient."""
+
+    def __init__(self, parts: list[tuple[Filter | None, int]]) -> None:
+        self.parts = parts
+        """(filter or None, members) per run, in member order"""
+
+    def __call__(self, grads: Grads) -> Grads:
+        outs: list[Grads] = []
+        s0 = 0
+        for filt, n in self.parts:
+            part = {k: g[s0:s0 + n] for k, g in grads.items()}
+            outs.append(part if filt is None else filt(part))
+            s0 += n
+        return {k: torch.cat([o[k] for o in outs]) for k in grads}
+
+    def select(self, keep: torch.Tensor) -> None:
+        """Keep only the members at positions `keep`; a run with none left goes."""
+        idx, parts, s0 = keep.tolist(), [], 0
+        for filt, n in self.parts:
+            mine = [i - s0 for i in idx if s0 <= i < s0 + n]
+            if mine:
+                if filt is not None:
+                    filt.select(torch.tensor(mine, device=keep.device))
+                parts.append((filt, len(mine)))
+            s0 += n
+        self.parts = parts
+
+
+def make_filter(cfg: GrokfastConfig | list[GrokfastConfig]
+                ) -> EMAFilter | MAFilter | MemberFilters | None:
     """The configured filter, or None when `filter` is none; given one config per member,
-    their alpha and lamb per member (kind, window and warmup from the first)."""
+    their alpha and lamb per member, and a filter per run of members sharing kind, window and
+    warmup when they differ (`MemberFilters`)."""
+    if isinstance(cfg, list):
+        shape = [_state(c) for c in cfg]
+        parts = runs(shape)
+        if len(parts) > 1:
+            return MemberFilters([(make_filter(cfg[s0:s1]), s1 - s0) for s0, s1, _ in parts])
     cfgs = cfg if isinstance(cfg, list) else [cfg]
     c = cfgs[0]
     default = {"ema": 2.0, "ma": 5.0}.get(c.filter, 0.0)
@@ -123,3 +165,8 @@ def make_filter(cfg: GrokfastConfig | list[GrokfastConfig]) -> EMAFilter | MAFil
     if c.filter == "ma":
         return MAFilter(c.window, lamb, c.warmup)
     raise ValueError(f"unknown grokfast filter {c.filter!r}")
+
+
+def _state(c: GrokfastConfig) -> tuple:
+    """What sets a filter's state and schedule: the kind, and for MA the window and warmup."""
+    return (c.filter, c.window, c.warmup) if c.filter == "ma" else (c.filter,)

@@ -58,6 +58,16 @@ CASES = [
     ({"arch": "mlp", "grokfast.filter": "ema"}, "grokfast.alpha", [0.8, 0.98]),
     ({"arch": "mlp", "grokfast.filter": "ema"}, "grokfast.lamb", [0.5, 2.0, 5.0]),
     ({"arch": "mlp", "grokfast.filter": "ma", "grokfast.window": 5}, "grokfast.lamb", [1.0, 5.0]),
+    ({"arch": "mlp", "grokfast.window": 5}, "grokfast.filter", ["ema", "none", "ma", "ema"]),
+    ({"arch": "mlp", "grokfast.filter": "ma"}, "grokfast.window", [3, 7, 3]),
+    ({"arch": "mlp", "grokfast.filter": "ma", "grokfast.window": 6}, "grokfast.warmup",
+     [True, False]),
+    ({"arch": "forge", "grokfast.window": 5}, "grokfast.filter", ["none", "ma", "ema"]),
+    ({"arch": "mlp"}, "group", ["D4", "Q8", "Z2xZ4", "Z8"]),
+    ({"arch": "mlp", "optim.batch_size": 16, "metrics.eval_max_pairs": 20}, "group",
+     ["Z2xZ4", "D4"]),
+    ({"arch": "forge"}, "group", ["D4", "Q8", "Z2xZ4"]),
+    ({"arch": "forge", "forge.alg_full_max": 2, "forge.alg_samples": 4}, "group", ["S3", "Z6"]),
     ({"arch": "forge"}, "forge.lambda_alg", [0.0, 0.03, 0.3]),
     ({"arch": "forge"}, "forge.lambda_schedule", ["linear", "constant", "off", "step"]),
     ({"arch": "forge"}, "forge.wd_dad", [None, 0.1, 3.0]),
@@ -75,6 +85,31 @@ def test_member_equals_its_trial_alone(fixed, field, values):
     assert len({pack_key(c) for c in configs}) == 1
     for packed, cfg in zip(run_pack(configs), configs, strict=True):
         _assert_same(packed, run_trial(cfg))
+
+
+def test_members_of_other_groups_and_filters_stop_on_their_own():
+    """Members of several groups and filters whose budgets end at other steps: each run of
+    filtered members loses its stopped members (MemberFilters.select), each member keeps its
+    own task table, and every member ends as alone."""
+    fixed = {"arch": "mlp", "grokfast.window": 4, "seeds": [0, 1, 2]}
+    configs = [_cfg(**fixed, group=g, steps=n, **{"grokfast.filter": f})
+               for g, n, f in (("D4", 40, "ema"), ("Q8", 25, "ema"), ("Z8", 30, "none"),
+                               ("D4", 35, "ma"), ("Z2xZ4", 15, "ma"))]
+    assert len({pack_key(c) for c in configs}) == 1
+    for packed, cfg in zip(run_pack(configs), configs, strict=True):
+        assert [s.steps_run for s in packed.seeds] == [cfg.steps] * 3
+        _assert_same(packed, run_trial(cfg))
+
+
+def test_pack_key_of_groups_and_filters():
+    """Groups of one order share a key (not with metrics: they read the group); a modular op
+    keeps its group; the filter settings are per member."""
+    assert pack_key(_cfg(group="D4")) == pack_key(_cfg(group="Q8")) == pack_key(_cfg(group="Z8"))
+    assert pack_key(_cfg(group="D4")) != pack_key(_cfg(group="S3"))
+    assert pack_key(_cfg(group="D4", **{"metrics.cheap": ["spectrum"]})) != \
+        pack_key(_cfg(group="Q8", **{"metrics.cheap": ["spectrum"]}))
+    assert pack_key(_cfg(group="Z7", op="add")) != pack_key(_cfg(group="Z7"))
+    assert pack_key(_cfg(**{"grokfast.filter": "ma", "grokfast.window": 3})) == pack_key(_cfg())
 
 
 def test_members_grok_diverge_and_stop_on_their_own():
