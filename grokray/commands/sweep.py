@@ -69,8 +69,8 @@ def pack_summary(plan, pack: int | None, n_cpus: int | None) -> dict:  # noqa: A
     import math
     import os
 
-    from grokray.pack import PER_MEMBER, pack_key
     from grokray.sweep.batching import PACK_MEMBERS, pack_groups, pack_size
+    from grokray.sweep.pack_count import counted_pack_sizes
 
     spec = plan.spec
     slots = max(1, int((n_cpus or os.cpu_count() or 1) // (spec.cpu or 1)))
@@ -83,11 +83,7 @@ def pack_summary(plan, pack: int | None, n_cpus: int | None) -> dict:  # noqa: A
         n, seeds = plan.n_trials, len(spec.seeds)
         size = pack if pack is not None else \
             max(1, min(math.ceil(n / slots), PACK_MEMBERS // max(1, seeds)))
-        member = math.prod(len(ax) for ax in spec.axes if set(ax.keys) <= set(PER_MEMBER))
-        if pack_key(spec.base) is None or any("arch" in ax.keys for ax in spec.axes):
-            member = 1
-        per_shape = [size] * (member // size) + ([member % size] if member % size else [])
-        sizes = per_shape * (n // max(1, member))
+        sizes = counted_pack_sizes(spec, size)
     return {"pack": "auto" if pack is None else pack, "pack_size": size,
             "packs": sum(k > 1 for k in sizes), "packed_configs": sum(k for k in sizes if k > 1),
             "unpacked_configs": sum(k == 1 for k in sizes)}
