@@ -8,8 +8,9 @@ arch axis a class per arch. The grid's configs then fall into one combination of
 axis, and the configs of a combination share a key; combinations whose keys are equal pack
 together. A class is checked against every combination (each of its rows with the others'
 representatives, one axis at a time) and split where a row gives another key there (a group
-axis under a metrics axis: metrics keep the group in the key). Cost: a few pack_key calls per
-row and per combination of classes, never one per grid point.
+axis under a metrics axis: metrics keep the group in the key). Cost: a pack_key call per
+combination of classes (per shape: as many as grid points only when no axis packs) and per row
+beside each combination of the other axes' classes.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def _split_one(classes: list[list[list[int]]], key: Any
     """The first class whose rows give different keys beside some combination of the other
     axes' representatives: (axis, class index, its rows split by key); None when none does."""
     for i, mine in enumerate(classes):
+        if all(len(cls) == 1 for cls in mine):
+            continue  # nothing to split
         others = [cl if a != i else [[]] for a, cl in enumerate(classes)]
         for combo in itertools.product(*others):
             rest = tuple((a, cls[0]) for a, cls in enumerate(combo) if a != i)
