@@ -1,9 +1,11 @@
 """Load sweep outputs (the Parquet contract) into pandas, checking the schema version.
 
 A sweep output dir (a local path or a URL such as s3://bucket/results/smoke) holds
-`trials/*.parquet` and `curves/*.parquet`. Each file is read on its own through the one reader
-(`grokray.files.read_dir`) and the frames are concatenated: columns may differ between
-files (metric columns appear as they are computed), missing cells become NaN/NA. A damaged file
+`trials/*.parquet` and `curves/*.parquet` (and `recomputed/<metric>/*.parquet`, metrics that
+`grokray recompute` computed at snapshots: merged into the curves, grokray.files). Each file is
+read on its own through the one reader (`grokray.files.read_dir`) and the frames are
+concatenated: columns may differ between files (metric columns appear as they are computed),
+missing cells become NaN/NA. A damaged file
 is named with how to repair it (SchemaError, exit 2); rows of one identity written twice (two
 drivers on one dir) are counted once, with a warning.
 """
@@ -38,7 +40,13 @@ class Sweep:
     trials: pd.DataFrame = field(repr=False)
     """One row per (config, seed); `grok_step` is float with NaN for censored runs."""
     curves: pd.DataFrame = field(repr=False)
-    """One row per (config, seed, eval step); empty when no curves were written."""
+    """One row per (config, seed, eval step); empty when no curves were written. Values that
+    `grokray recompute` computed at snapshots sit beside the online columns (an online value
+    wins where there is one: grokray.files.merge_recomputed)."""
+    recomputed: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    """The recomputed rows the curves use (every metric, one row per metric, config, seed and
+    snapshot step: the trials' current runs, each metric's newest version), with `metric`,
+    `metric_version` and `recompute_id`; empty when nothing was recomputed."""
 
     @property
     def name(self) -> str:
@@ -74,6 +82,7 @@ def load(paths: str | Path | Iterable[str | Path]) -> Sweep:
     if not dirs:
         raise AnalysisError("no sweep output dir given")
     trials, curves, damaged = [], [], []
+    recomputed: dict[str, list[pd.DataFrame]] = {}
     for d in dirs:
         out = str(d)
         try:
@@ -88,7 +97,10 @@ def load(paths: str | Path | Iterable[str | Path]) -> Sweep:
                               "(OUT/<sweep>)?")
         t = files.read_dir(loc, "trials", required=TRIAL_REQUIRED)
         c = files.read_dir(loc, "curves", required=CURVE_REQUIRED)
-        damaged += [x.line(out) for x in t.damaged + c.damaged]
+        r, r_damaged = files.read_recomputed(loc)
+        damaged += [x.line(out) for x in t.damaged + c.damaged + r_damaged]
+        for metric, df in r.items():
+            recomputed.setdefault(metric, []).append(df)
         if not t.damaged and t.frame.empty:
             raise SchemaError(f"{out}/trials holds no rows")
         trials.append(t.frame.drop(columns="file"))
@@ -108,7 +120,13 @@ def load(paths: str | Path | Iterable[str | Path]) -> Sweep:
         C = C.merge(T[["config_hash", "seed", "run_id"]], on=["config_hash", "seed", "run_id"])
     if not C.empty and "arm" not in C.columns:
         C = C.merge(T[["config_hash", "arm"]].drop_duplicates(), on="config_hash", how="left")
-    return Sweep(paths=dirs, trials=T, curves=C)
+    R = files.current_recomputed({m: pd.concat(v, ignore_index=True, sort=False)
+                                  for m, v in recomputed.items()}, T)
+    if R:
+        C = files.merge_recomputed(C, R)
+        T = files.fill_trial_metrics(T, R)
+    rec = pd.concat(R.values(), ignore_index=True, sort=False) if R else pd.DataFrame()
+    return Sweep(paths=dirs, trials=T, curves=C, recomputed=rec)
 
 
 def parse_where(items: Sequence[str] | None) -> dict[str, str]:

@@ -1,18 +1,23 @@
 """grokray: a distributed sweep service for grokking research.
 
 `grokray.load(OUT)`, `grokray.load_snapshots(OUT)` and `grokray.load_model(OUT, config_hash,
-seed, step)` read a sweep back (grokray/loading.py; imported on first use, so `import grokray`
-stays cheap).
+seed, step)` read a sweep back (grokray/loading.py); `grokray.recompute(OUT, metric)` computes
+a metric at every snapshot (grokray/recomputing.py) and `grokray.register_metric` registers one
+of your own (grokray/metrics/registry.py). Each is imported on first use, so `import grokray`
+stays cheap.
 """
 
 import importlib
 
 __version__ = "0.1.0"
 
-_LAZY = ("load", "load_model", "load_snapshots")
+_LAZY = {"load": "grokray.loading", "load_model": "grokray.loading",
+         "load_snapshots": "grokray.loading", "recompute": "grokray.recomputing",
+         "register_metric": "grokray.metrics.registry"}
 
 
 def __getattr__(name: str):
     if name in _LAZY:
-        return getattr(importlib.import_module("grokray.loading"), name)
+        attr = "register" if name == "register_metric" else name
+        return getattr(importlib.import_module(_LAZY[name]), attr)
     raise AttributeError(f"module 'grokray' has no attribute {name!r}")

@@ -1,5 +1,5 @@
 """The one `grokray` command: `run | sweep | status | groups | cprank | analyze | dashboard |
-reproduce`.
+reproduce | recompute`.
 
 Each subcommand lives in its own module exposing `add_parser(subparsers)` (which registers the
 subcommand and sets `func`) and a `main(args) -> int`. This file only wires them together, so
@@ -24,6 +24,7 @@ COMMANDS = {
     "analyze": "analysis.cli",
     "dashboard": "analysis.dashboard.cli",
     "reproduce": "grokray.commands.reproduce",
+    "recompute": "grokray.commands.recompute",
 }
 
 

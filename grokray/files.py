@@ -249,3 +249,121 @@ def problems_error(out_dir: str, damaged: list[Damage]) -> str:
 def summary(damaged: list[Damage]) -> list[dict[str, Any]]:
     """Damaged files as plain values (for --json)."""
     return [{"path": d.path, "why": d.why, "repairable": d.repairable} for d in damaged]
+
+
+# ----------------------------------------------------------------------------- recomputed
+
+
+def recomputed_metrics(out_dir: str | os.PathLike | Location) -> list[str]:
+    """The metrics with a directory under `recomputed/` (`grokray recompute`), sorted."""
+    from grokray.schema import RECOMPUTED
+
+    loc = out_dir if isinstance(out_dir, Location) else Location.of(out_dir)
+    sel = pafs.FileSelector(loc.join(RECOMPUTED), allow_not_found=True)
+    return sorted(i.base_name for i in loc.fs.get_file_info(sel)
+                  if i.type == pafs.FileType.Directory and not i.base_name.startswith("."))
+
+
+def read_recomputed(out_dir: str | os.PathLike | Location, *,
+                    columns: list[str] | None = None
+                    ) -> tuple[dict[str, pd.DataFrame], list[Damage]]:
+    """Every recomputed table of `out_dir`, by metric (rows of every version and run; a `file`
+    column names each row's file), and the files that could not be read."""
+    from grokray.schema import RECOMPUTED, RECOMPUTED_REQUIRED_COLUMNS
+
+    loc = out_dir if isinstance(out_dir, Location) else Location.of(out_dir)
+    out: dict[str, pd.DataFrame] = {}
+    damaged: list[Damage] = []
+    for metric in recomputed_metrics(loc):
+        t = read_dir(loc, f"{RECOMPUTED}/{metric}", columns=columns,
+                     required=RECOMPUTED_REQUIRED_COLUMNS)
+        damaged += t.damaged
+        out[metric] = t.frame
+    return out, damaged
+
+
+def recomputed_values(df: pd.DataFrame) -> list[str]:
+    """The value columns of a recomputed table (named as curve columns)."""
+    from grokray.schema import RECOMPUTED_KEY_COLUMNS
+
+    return [c for c in df.columns if c not in RECOMPUTED_KEY_COLUMNS and c != "file"]
+
+
+def current_recomputed(tables: dict[str, pd.DataFrame], trials: pd.DataFrame
+                       ) -> dict[str, pd.DataFrame]:
+    """What the readers use of each metric's recomputed rows: those of the trials' current
+    runs (`config_hash, seed, run_id` of a row of `trials`), at the newest `metric_version` on
+    disk, one row per (config_hash, seed, step) (the newest recompute run's)."""
+    out: dict[str, pd.DataFrame] = {}
+    key = ["config_hash", "seed", "run_id"]
+    runs = trials[key].drop_duplicates() if set(key) <= set(trials.columns) else None
+    for metric, df in tables.items():
+        if df.empty:
+            continue
+        df = df.drop(columns="file", errors="ignore").copy()
+        df["seed"] = pd.to_numeric(df["seed"]).astype("int64")
+        df["step"] = pd.to_numeric(df["step"]).astype("int64")
+        if runs is not None:
+            r = runs.copy()
+            r["seed"] = pd.to_numeric(r["seed"]).astype("int64")
+            df = df.merge(r, on=key, how="inner")
+        if df.empty:
+            continue
+        df = df[df["metric_version"] == df["metric_version"].max()]
+        df = df.sort_values("recompute_id", kind="stable")
+        df = df.drop_duplicates(["config_hash", "seed", "step"], keep="last")
+        out[metric] = df.sort_values(["config_hash", "seed", "step"]).reset_index(drop=True)
+    return out
+
+
+def merge_recomputed(curves: pd.DataFrame, current: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The curves with the recomputed values beside the online ones, by (config_hash, seed,
+    run_id, step). A column computed online keeps its online value wherever it has one (the
+    recomputed value agrees there: the same function on the same parameters); the recomputed
+    value fills its empty cells (steps where a costly metric was not due) and a new column
+    where it was never computed online. Curves define the rows: every snapshot step is an eval
+    step, so every recomputed row finds its curve row."""
+    if curves.empty or not current:
+        return curves
+    key = ["config_hash", "seed", "run_id", "step"]
+    out = curves.copy()
+    out["seed"] = pd.to_numeric(out["seed"]).astype("int64")
+    out["step"] = pd.to_numeric(out["step"]).astype("int64")
+    for df in current.values():
+        vals = [c for c in recomputed_values(df)]
+        if not vals:
+            continue
+        right = df[key + vals].rename(columns={c: f"{c}\0rec" for c in vals})
+        out = out.merge(right, on=key, how="left")
+        for c in vals:
+            rec = out.pop(f"{c}\0rec")
+            out[c] = rec if c not in out.columns else out[c].where(out[c].notna(), rec)
+    return out
+
+
+def fill_trial_metrics(trials: pd.DataFrame, current: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The trials with each recomputed `metric_<name>` column's seed summary where the trials
+    table has none: the last finite value of the seed's curve, as the trainer summarizes an
+    online metric (grokray.metrics.mechanism.summarize; the last snapshot is the seed's end).
+    Other value columns (`loss_assoc`) have no trials column online and get none here."""
+    from grokray.schema import METRIC_PREFIX
+
+    if trials.empty or not current:
+        return trials
+    key = ["config_hash", "seed", "run_id"]
+    out = trials
+    for df in current.values():
+        vals = [c for c in recomputed_values(df) if c.startswith(METRIC_PREFIX)]
+        if not vals:
+            continue
+        d = df.sort_values("step")
+        last = d.groupby(key)[vals].agg(lambda s: s.dropna().iloc[-1] if s.notna().any()
+                                        else float("nan")).reset_index()
+        last["seed"] = last["seed"].astype(out["seed"].dtype)
+        merged = out[key].merge(last, on=key, how="left")
+        if out is trials:
+            out = trials.copy()
+        for c in vals:
+            v = pd.to_numeric(merged[c], errors="coerce").to_numpy()
+            out[c] = v if c not in out.columns else out[c].where(out[c].notna(), v)
+    return out

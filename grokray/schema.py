@@ -189,6 +189,21 @@ SNAPSHOT_COLUMNS = ["schema_version", "sweep", "run_id", "config_hash", "seed", 
 """the snapshots table (grokray.snapshots): one row per (config, seed, step, tensor)"""
 
 
+RECOMPUTED = "recomputed"
+"""`grokray recompute`'s tables: `OUT/<sweep>/recomputed/<metric>/<config_hash>-<recompute_id>
+.parquet`, one row per (config, seed, step) of a snapshot (grokray.recomputing)"""
+RECOMPUTED_KEY_COLUMNS = [
+    "schema_version", "sweep", "run_id", "config_hash", "seed", "group", "arch", "arm", "step",
+    "metric", "metric_version", "recompute_id",
+]
+"""the key columns of a recomputed table: the curves' keys (`run_id`: the trial's run, whose
+snapshot it read), the metric's name and version, and the recompute run's id; every other
+column is a value, named as its curve column (`metric_eff_modes`, `loss_assoc`)"""
+RECOMPUTED_REQUIRED_COLUMNS = ("schema_version", "config_hash", "seed", "run_id", "step",
+                               "metric", "metric_version", "recompute_id")
+"""columns a recomputed file must have to be read"""
+
+
 def snapshot_frame(result: TrialResult, sweep: str, run_id: str) -> pd.DataFrame:
     """One row per (seed, step, tensor) of `result`'s snapshots, keyed like the curves."""
     key = {"schema_version": SCHEMA_VERSION, "sweep": sweep, "run_id": run_id,

@@ -1,8 +1,9 @@
 """`grokray status OUT/SWEEP`: counts and grok rate per architecture, from the Parquet alone.
 
 Rows of one identity written twice (two drivers on one dir, before the lock) are counted once,
-with a warning. A damaged file (truncated, foreign, not a grokray table) is named with how to
-repair it, and the command exits 2; so does a trial whose curves file is missing.
+with a warning. A damaged file (truncated, foreign, not a grokray table; trials, curves or
+`grokray recompute`'s) is named with how to repair it, and the command exits 2; so does a trial
+whose curves file is missing.
 `grokray status --repair OUT/SWEEP` moves such files into `OUT/SWEEP/quarantine/` (nothing is
 deleted), removes duplicate rows (the newest run is kept) and what an interrupted writer left;
 the next `grokray sweep` runs the quarantined trials again.
@@ -54,7 +55,8 @@ def status_tables(sweep_dir: str) -> dict:
     t = files.read_dir(loc, store.TRIALS, columns=cols, required=ID_COLUMNS)
     c = files.read_dir(loc, store.CURVES, columns=["config_hash"],
                        required=("config_hash", "seed", "step"))
-    problems = [d.line(sweep_dir) for d in t.damaged + c.damaged]
+    _, r_damaged = files.read_recomputed(loc, columns=["config_hash"])
+    problems = [d.line(sweep_dir) for d in t.damaged + c.damaged + r_damaged]
     for name in store.missing_curves(sweep_dir, t.frame):
         problems.append(f"{loc.join(store.CURVES, name)}: missing (the curves of "
                         f"{loc.join(store.TRIALS, name)}); repair: grokray status --repair "

@@ -5,6 +5,8 @@ Layout of one output dir (a sweep's `OUT/<sweep>/`, or `grokray run --out DIR`):
     trials/<config_hash>-<run_id>.parquet      one row per (config, seed)
     curves/<config_hash>-<run_id>.parquet      one row per (config, seed, eval step)
     snapshots/<config_hash>-<run_id>.parquet   one row per (config, seed, step, tensor)
+    recomputed/<metric>/<config_hash>-<recompute_id>.parquet
+                                               one row per (config, seed, snapshot step)
     plan.json                                  what the last `grokray sweep` meant to run
 
 Every file is written whole or not at all: on a local disk to a hidden temporary name in the same
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -40,7 +43,7 @@ import pyarrow.parquet as pq
 from grokray import files
 from grokray.errors import GrokrayError, SchemaError
 from grokray.schema import CONFIG_JSON_COLUMN as CONFIG_JSON
-from grokray.schema import ID_COLUMNS, IDENTITY_VERSION
+from grokray.schema import ID_COLUMNS, IDENTITY_VERSION, RECOMPUTED, RECOMPUTED_REQUIRED_COLUMNS
 
 TRIALS = "trials"
 CURVES = "curves"
@@ -321,7 +324,8 @@ def repair(out_dir: str | os.PathLike) -> dict[str, int]:
 
     Removes temporary files left by a killed writer, curves and snapshots files whose trials
     file is missing (the writer died between them), and rows superseded by a newer run id of
-    the same (config_hash, seed) (an interrupted `--rerun-failed` or `--force`).
+    the same (config_hash, seed) (an interrupted `--rerun-failed` or `--force`); then the
+    recomputed rows whose trial run is gone, and rows recomputed twice (`grokray recompute`).
     """
     loc = Location.of(out_dir)
     removed = {"temp_files": 0, "orphan_curves": 0, "orphan_snapshots": 0, "superseded_rows": 0}
@@ -338,7 +342,7 @@ def repair(out_dir: str | os.PathLike) -> dict[str, int]:
                 removed[f"orphan_{sub}"] += 1
     rows = Manifest.load(out_dir).rows
     if rows.empty:
-        return removed
+        return _repair_recomputed(loc, removed)
     newest = rows.groupby(["config_hash", "seed"])["run_id"].transform("max")
     stale = rows[rows["run_id"] < newest]
     for fname, grp in stale.groupby("file"):
@@ -355,6 +359,57 @@ def repair(out_dir: str | os.PathLike) -> dict[str, int]:
                 continue
             if any(keep):
                 loc.write_table(path, df[keep].reset_index(drop=True))
+            else:
+                loc.fs.delete_file(path)
+    return _repair_recomputed(loc, removed)
+
+
+def _repair_recomputed(loc: Location, removed: dict[str, int]) -> dict[str, int]:
+    """`repair`'s part for `grokray recompute`'s files (grokray.recomputing): temporary files,
+    rows whose trial run is no longer on disk (its sweep ran it again: the snapshot they were
+    computed from is gone), and a row computed twice (same metric, version, trial run, seed and
+    step: two recompute runs at once), the newest recompute run's kept. A file is rewritten
+    without its rows, or removed when none is left; an older metric version is kept (readers
+    use the newest)."""
+    removed = {**removed, "orphan_recomputed": 0, "duplicate_recomputed": 0}
+    metrics = files.recomputed_metrics(loc)
+    for m in metrics:
+        for info in loc.listdir(f"{RECOMPUTED}/{m}"):
+            if info.base_name.startswith(_TMP_PREFIX):
+                loc.fs.delete_file(info.path)
+                removed["temp_files"] += 1
+    if not metrics:
+        return removed
+    t = files.read_dir(loc, TRIALS, columns=["config_hash", "seed", "run_id"],
+                       required=("config_hash", "seed", "run_id"))
+    runs = None if t.damaged else set(zip(  # unreadable trials: keep every recomputed row
+        t.frame["config_hash"], t.frame["seed"].astype(int), t.frame["run_id"], strict=True))
+    key = ["config_hash", "seed", "run_id", "step", "metric_version"]
+    tables, _ = files.read_recomputed(loc, columns=[*key, "recompute_id"])
+    for m, df in tables.items():
+        if df.empty:
+            continue
+        df = df.reset_index(drop=True)
+        drop = pd.Series(False, index=df.index)
+        if runs is not None:
+            drop |= np.array([(h, int(s), r) not in runs for h, s, r in
+                              zip(df["config_hash"], df["seed"], df["run_id"], strict=True)],
+                             dtype=bool)
+        removed["orphan_recomputed"] += int(drop.sum())
+        order = df[~drop].sort_values("recompute_id", kind="stable")
+        dup = order.index[order.duplicated(key, keep="last")]
+        removed["duplicate_recomputed"] += len(dup)
+        drop[dup] = True
+        for fname, g in df[drop].groupby("file"):
+            path = loc.join(RECOMPUTED, m, fname)
+            full = loc.read_table(path)
+            bad = set(zip(g["config_hash"], g["seed"].astype(int), g["run_id"],
+                          g["step"].astype(int), g["recompute_id"], strict=True))
+            keep = [(h, int(s), r, int(st), rid) not in bad for h, s, r, st, rid in
+                    zip(full["config_hash"], full["seed"], full["run_id"], full["step"],
+                        full["recompute_id"], strict=True)]
+            if any(keep):
+                loc.write_table(path, full[keep].reset_index(drop=True))
             else:
                 loc.fs.delete_file(path)
     return removed
@@ -400,16 +455,19 @@ def missing_curves(out_dir: str | os.PathLike, trials: pd.DataFrame | None = Non
 def repair_damaged(out_dir: str | os.PathLike) -> dict[str, list[str]]:
     """`grokray status --repair`: make a damaged output dir readable again, losing nothing.
 
-    Moves into `quarantine/` every trials, curves or snapshots file that cannot be read (or is
-    not a grokray table), and every trials file whose curves file is missing (its trials run
-    again on the next `grokray sweep`); then `repair` (temporary files, curves and snapshots
-    without trials, and duplicate rows of one identity: the newest run is kept). Files of a
-    newer schema are left."""
+    Moves into `quarantine/` every trials, curves, snapshots or recomputed file that cannot be
+    read (or is not a grokray table), and every trials file whose curves file is missing (its
+    trials run again on the next `grokray sweep`); then `repair` (temporary files, curves and
+    snapshots without trials, and duplicate rows of one identity: the newest run is kept).
+    Files of a newer schema are left."""
     out = os.fspath(out_dir)
     loc = Location.of(out)
     moved: dict[str, list[str]] = {"damaged": [], "missing_curves": []}
-    for sub, required in ((TRIALS, ID_COLUMNS), (CURVES, ("config_hash", "seed", "step")),
-                          (SNAPSHOTS, ("config_hash", "seed", "step"))):
+    subs = [(TRIALS, ID_COLUMNS), (CURVES, ("config_hash", "seed", "step")),
+            (SNAPSHOTS, ("config_hash", "seed", "step"))]
+    subs += [(f"{RECOMPUTED}/{m}", RECOMPUTED_REQUIRED_COLUMNS)
+             for m in files.recomputed_metrics(loc)]
+    for sub, required in subs:
         for d in files.read_dir(loc, sub, columns=list(required), required=required).damaged:
             if d.repairable:
                 moved["damaged"].append(loc.move_aside(d.path, f"{files.QUARANTINE}/{sub}"))

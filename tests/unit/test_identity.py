@@ -121,7 +121,8 @@ seeds: 2
     assert plan.todo == [] and plan.done_rows == 2  # nothing reruns
     before = sorted(p.name for p in (out / "v1" / "trials").iterdir())
     assert store.repair(out / "v1") == {"temp_files": 0, "orphan_curves": 0,
-                                        "orphan_snapshots": 0, "superseded_rows": 0}
+                                        "orphan_snapshots": 0, "superseded_rows": 0,
+                                        "orphan_recomputed": 0, "duplicate_recomputed": 0}
     assert sorted(p.name for p in (out / "v1" / "trials").iterdir()) == before  # nothing lost
 
 

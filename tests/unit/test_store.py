@@ -54,7 +54,7 @@ def test_repair_removes_temp_orphans_and_superseded(tmp_path):
     (tmp_path / "trials" / f"{other.config.config_hash()}-x.parquet").unlink()  # died in between
     removed = store.repair(tmp_path)
     assert removed == {"temp_files": 1, "orphan_curves": 1, "orphan_snapshots": 0,
-                       "superseded_rows": 1}
+                       "superseded_rows": 1, "orphan_recomputed": 0, "duplicate_recomputed": 0}
     rows = store.Manifest.load(tmp_path).rows.sort_values("seed")
     assert list(rows["seed"]) == [0, 1] and list(rows["status"]) == ["failed", "grokked"]
     curves = pd.concat(pd.read_parquet(p) for p in (tmp_path / "curves").glob("*.parquet"))
