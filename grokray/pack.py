@@ -5,7 +5,8 @@ Two configs pack when their `pack_key`s are equal: every field but the per-membe
 (`PER_MEMBER`) is the same, so every parameter, buffer and batch has the same shape and every
 member takes the same steps of the same kind. A member's own values: the learning rate and its
 schedule, the weight decay (FORGE's split decay too), lambda_alg and its schedule, the Grokfast
-alpha and lamb, the init scale, the split (`data_seed`), the step budget and the label. The
+alpha and lamb, the init scale, the split (`data_seed`), the step budget, the label and what
+it continues from (grokray.continuation; the step it continues from is the pack's). The
 transformer and RFM do not pack (their families have no `pack`): their configs run one at a time.
 """
 
@@ -28,6 +29,7 @@ PER_MEMBER = (
     "forge.lambda_alg", "forge.lambda_schedule", "forge.lambda_end",
     "forge.wd_embed", "forge.wd_dad", "forge.wd_other",
     "grokfast.alpha", "grokfast.lamb",
+    "resume.config_hash", "resume.files", "resume.copied",
 )
 """the fields a member of a pack holds on its own (dotted: section.field)"""
 

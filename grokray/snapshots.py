@@ -28,6 +28,8 @@ from grokray.evals import log_steps
 from grokray.metrics.norms import group_of
 
 MB = 1 << 20
+STATE = "state/"
+"""tensor-name prefix of the training state kept in an end snapshot (grokray.optim.state)"""
 TAGS = ("log", "init", "memorize", "grok", "end")
 """why a snapshot was taken (a snapshot can have several reasons)"""
 COLUMNS = ["seed", "step", "tags", "tensor", "shape", "dtype", "values"]
@@ -67,19 +69,35 @@ class Recorder:
             if tags:
                 self._take(seed, step, i, params, tags)
 
-    def at_end(self, seed: int, step: int, i: int, params: dict[str, torch.Tensor]) -> None:
-        """Snapshot seed `seed` (stack position i) where it finished."""
-        if self.on:
-            self._take(seed, step, i, params, ["end"])
+    def at_end(self, seed: int, step: int, i: int, params: dict[str, torch.Tensor],
+               state: dict[str, np.ndarray] | None = None) -> None:
+        """Snapshot seed `seed` (stack position i) where it finished; with `state` (a seed
+        that ran out of budget: what training needs to go on, grokray.optim.state) every
+        parameter and the state too, as tensors `state/<name>` (outside the size budget)."""
+        if not self.on:
+            return
+        extra = None
+        if state is not None:
+            extra = {k: params[k][i].detach().to("cpu", copy=True).numpy() for k in params
+                     if k not in self.names}
+            extra.update({STATE + k: v for k, v in state.items()})
+        self._take(seed, step, i, params, ["end"], extra)
+
+    def add(self, records: list[dict[str, Any]]) -> None:
+        """Keep snapshot records taken before (a continued run's, read back)."""
+        for r in records if self.on else []:
+            snap = self.taken.setdefault((r["seed"], r["step"]), {"tags": [], "tensors": {}})
+            snap["tags"] += [t for t in r["tags"].split(",") if t and t not in snap["tags"]]
+            snap["tensors"][r["tensor"]] = np.asarray(r["values"]).reshape(r["shape"])
 
     def _take(self, seed: int, step: int, i: int, params: dict[str, torch.Tensor],
-              tags: list[str]) -> None:
+              tags: list[str], extra: dict[str, np.ndarray] | None = None) -> None:
         have = self.taken.get((seed, step))
-        if have is not None:
-            have["tags"] += [t for t in tags if t not in have["tags"]]
-            return
-        self.taken[(seed, step)] = {"tags": tags, "tensors": {
-            k: params[k][i].detach().to("cpu", copy=True).numpy() for k in self.names}}
+        if have is None:
+            have = self.taken[(seed, step)] = {"tags": [], "tensors": {
+                k: params[k][i].detach().to("cpu", copy=True).numpy() for k in self.names}}
+        have["tags"] += [t for t in tags if t not in have["tags"]]
+        have["tensors"].update(extra or {})
 
     def records(self) -> list[dict[str, Any]]:
         """One record per (seed, step, tensor): COLUMNS, `values` flat."""

@@ -179,6 +179,8 @@ def describe(plan) -> str:  # noqa: ANN001 - Plan (kept lazy)
                  f"{plan.todo_seed_steps:,} seed-steps; resources per trial cpu {spec.cpu:g} "
                  f"gpu {spec.gpu:g}, concurrency {spec.concurrency or 'auto'}, "
                  f"retries {spec.retries}")
+    if plan.continuations is not None:  # runs censored at a smaller steps (docs/snapshots.md)
+        lines += plan.continuations.lines()
     return "\n".join(lines)
 
 
