@@ -251,9 +251,10 @@ def load(cfg: TrialConfig) -> Resumed:
         if "opt.t" not in state:
             raise GrokrayError(f"cannot continue {cfg.config_hash()} seed {s}: no training state"
                                f" at step {r.step} in {r.out}/{SNAPSHOTS}")
-        out.seeds[s] = SeedState(
-            rows=_rows(c[c["step"] < r.step]), snapshots=_records(before),
-            params={k: v for k, v in tensors.items() if not k.startswith(STATE)}, state=state)
+        params = {k: v for k, v in tensors.items() if not k.startswith(STATE)}
+        params.update({k[len("param."):]: v for k, v in state.items() if k.startswith("param.")})
+        out.seeds[s] = SeedState(rows=_rows(c[c["step"] < r.step]), snapshots=_records(before),
+                                 params=params, state=state)
     return out
 
 

@@ -72,14 +72,15 @@ class Recorder:
     def at_end(self, seed: int, step: int, i: int, params: dict[str, torch.Tensor],
                state: dict[str, np.ndarray] | None = None) -> None:
         """Snapshot seed `seed` (stack position i) where it finished; with `state` (a seed
-        that ran out of budget: what training needs to go on, grokray.optim.state) every
-        parameter and the state too, as tensors `state/<name>` (outside the size budget)."""
+        that ran out of budget: what training needs to go on, grokray.optim.state) the state
+        too, as tensors `state/<name>` (outside the size budget), with `state/param.<name>`
+        for each parameter `snapshots.tensors` leaves out."""
         if not self.on:
             return
         extra = None
         if state is not None:
-            extra = {k: params[k][i].detach().to("cpu", copy=True).numpy() for k in params
-                     if k not in self.names}
+            extra = {f"{STATE}param.{k}": params[k][i].detach().to("cpu", copy=True).numpy()
+                     for k in params if k not in self.names}
             extra.update({STATE + k: v for k, v in state.items()})
         self._take(seed, step, i, params, ["end"], extra)
 

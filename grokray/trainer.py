@@ -488,7 +488,7 @@ class _Trial:
             if not run.rows:
                 continue
             out = run.outcome
-            grok = {s: out[s].grok_step for s in run.seeds}
+            grok = {s: r.grok_step for s, r in out.items()}  # copied seeds too
             for seed, summary in summarize(pd.DataFrame(run.rows), grok).items():
                 if seed in out:
                     out[seed].metrics.update(summary)

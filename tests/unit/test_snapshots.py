@@ -31,7 +31,11 @@ def _snaps(r):
 def test_snapshot_steps_tags_and_tensors():
     r = run_trial(_cfg())
     s = _snaps(r)
+    state = s[s.tensor.str.startswith("state/")]  # training state: a seed out of budget's end
+    s = s[~s.tensor.str.startswith("state/")]
     assert set(s["tensor"]) == {"Ea", "Eb", "W1a", "W1b", "b1", "W2", "b2"}
+    ended = {x.seed for x in r.seeds if x.steps_run == 300}
+    assert set(state.seed) == ended and state.tags.str.contains("end").all()
     for seed in r.seeds:
         mine = s[s.seed == seed.seed].drop_duplicates("step").set_index("step")["tags"]
         curve_steps = set(r.curves[r.curves.seed == seed.seed]["step"])
@@ -55,7 +59,7 @@ def test_budget_thins_log_steps_and_off_keeps_none():
     assert len(tiny) < len(full)
     assert run_trial(_cfg(snapshots="off")).snapshots == []
     only = _snaps(run_trial(_cfg(**{"snapshots.tensors": ["Ea", "Eb"]})))
-    assert set(only["tensor"]) == {"Ea", "Eb"}
+    assert set(only[~only.tensor.str.startswith("state/")]["tensor"]) == {"Ea", "Eb"}
 
 
 def test_snapshot_settings_are_not_identity():
