@@ -39,13 +39,17 @@ COLUMNS = ["seed", "step", "tags", "tensor", "shape", "dtype", "values"]
 class Recorder:
     """Takes one trial's snapshots as it trains (the gradient trainer calls it at evals)."""
 
-    def __init__(self, cfg: Any, eval_steps: list[int], params: dict[str, torch.Tensor]) -> None:
+    def __init__(self, cfg: Any, eval_steps: list[int], params: dict[str, torch.Tensor],
+                 total: int | None = None) -> None:
+        """`params` stacked [S, ...] (their shapes set the budget); `total` the last step
+        (default `cfg.steps`; RFM: its iterations)."""
         sc = cfg.snapshots
+        total = cfg.steps if total is None else total
         self.on = bool(sc.keep)
         want = set(sc.tensors)
         self.names = [k for k in params if not want or group_of(k) in want]
         per = sum(params[k][0].numel() * params[k].element_size() for k in self.names)
-        self.log = _log_targets(eval_steps, cfg.steps, sc.per_decade)
+        self.log = _log_targets(eval_steps, total, sc.per_decade)
         budget = sc.max_mb * MB / max(1, len(cfg.seeds) * per)  # snapshots per seed allowed
         while self.log and len(self.log) + 4 > budget:  # + init, memorize, grok, end
             self.log = self.log[1::2] if len(self.log) > 1 else []

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -125,3 +126,21 @@ def test_eval_schedule_steps_cover_the_snapshot_targets():
     steps = EvalSchedule(_cfg(eval_schedule="log")).steps()
     r = run_trial(_cfg(eval_schedule="log", steps=100))
     assert set(_snaps(r)["step"]) <= set(steps)
+
+
+def test_rfm_keeps_its_feature_matrix_per_iteration(tmp_path):
+    cfg = TrialConfig.from_dict({"group": "Z7", "op": "mul", "arch": "rfm", "train_frac": 0.6,
+                                 "seeds": [0, 1], "rfm.iters": 12, "device": "cpu"})
+    r = run_trial(cfg)
+    s = _snaps(r)
+    assert set(s["tensor"]) == {"M"} and set(s["seed"]) == {0, 1}
+    for seed in r.seeds:
+        mine = s[s.seed == seed.seed].set_index("step")
+        assert mine["tags"].loc[0].startswith("init") and "end" in mine["tags"].loc[12]
+        assert "log" in mine["tags"].loc[10] and mine["shape"].loc[0] == [14, 14]
+        assert {t for x in mine["tags"] for t in x.split(",")} >= {"init", "log", "end"}
+        end = np.asarray(mine["values"].loc[12]).reshape(14, 14)
+        np.testing.assert_array_equal(end, seed.artifacts["M"])
+    store.write_result(r, tmp_path, sweep="s", run_id="20260101T000000Z-aaaa")
+    back = grokray.load_snapshots(tmp_path, cfg.config_hash(), 1)
+    assert len(back) == len(s[s.seed == 1]) and set(back["tensor"]) == {"M"}
