@@ -62,8 +62,10 @@ def refusal(old: TrialConfig, new: TrialConfig) -> str | None:
     from grokray.optim.schedules import lambda_alg, lr_at
 
     o, n = old.steps, new.steps
-    if get_family(new.arch).model is None:
-        return f"arch {new.arch} is not gradient-trained"
+    from grokray.trainer import train
+
+    if get_family(new.arch).model is None or get_family(new.arch).train is not train:
+        return f"arch {new.arch} is not trained by the gradient trainer"
     if new.optim.lr_schedule != "constant" and any(
             lr_at(t, new.optim, o) != lr_at(t, new.optim, n) for t in range(o)):
         return (f"optim.lr_schedule {new.optim.lr_schedule} depends on steps (the lr differs "
@@ -80,6 +82,15 @@ def refusal(old: TrialConfig, new: TrialConfig) -> str | None:
             else f"eval_schedule log: step {o} is not an eval step at {n} steps"
         return f"the evals differ ({how})"
     return None
+
+
+def steps_to_train(cfg: TrialConfig) -> int:
+    """Seed-steps `cfg` trains at most: its budget for each seed, less where it continues
+    from; nothing for a copied seed."""
+    r = cfg.resume
+    if not r.config_hash:
+        return len(cfg.seeds) * cfg.steps
+    return (len(cfg.seeds) - len(r.copied)) * (cfg.steps - r.step)
 
 
 @dataclass

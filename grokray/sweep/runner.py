@@ -76,8 +76,9 @@ class Plan:
             return self.todo_seeds * self.spec.base.steps
         if self.counted:
             return self.spec.seed_steps()
-        saved = self.continuations.steps_saved if self.continuations is not None else 0
-        return sum(len(c.seeds) * c.steps for c in self.todo) - saved
+        from grokray.continuation import steps_to_train
+
+        return sum(steps_to_train(c) for c in self.todo)
 
     @property
     def n_todo_trials(self) -> int:

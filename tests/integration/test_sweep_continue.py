@@ -159,3 +159,10 @@ def test_lambda_schedule_scaled_by_steps_refuses():
     assert why is not None and why.startswith("forge.lambda_schedule linear is scaled by steps")
     const = old.with_overrides({"forge.lambda_schedule": "constant", "optim.warmup_steps": 10})
     assert refusal(const, const.with_overrides({"steps": 300})) is None  # warmup: not budget
+
+
+def test_dry_run_counts_only_the_steps_left(tmp_path):
+    axes = "  group: [S3]\n  arch: [mlp]"
+    _run(_spec(tmp_path, "a", 40, axes=axes))
+    plan = make_plan(_spec(tmp_path, "a", 100, axes=axes), build=False)
+    assert plan.continuations.continued == 2 and plan.todo_seed_steps == 2 * 60
