@@ -2,7 +2,7 @@
 smaller budget, then at a larger one continuing its censored runs, against the larger budget
 trained from step 0; seed-steps trained (from the trials tables) and process CPU seconds.
 
-    python benchmarks/bench_continue.py                              # 4 small cells, 1,000 -> 2,500
+    python benchmarks/bench_continue.py              # 4 small cells, 1,000 -> 2,500 steps
     python benchmarks/bench_continue.py --steps 4000 10000 --cells 8x8 16x8
 
 The grid's own FORGE config has `forge.lambda_schedule: linear` over the whole budget, so its

@@ -2,9 +2,10 @@
 
 Resume is by row identity `(config_hash, seed)`: a trial runs only the seeds of its config that
 have no row yet in `OUT/<sweep>/trials/` (failed rows count as done unless `rerun_failed`);
-`force` runs everything again into the new run id. A seed still to run whose config has rows at
-a smaller `steps` continues from there (grokray.continuation; not with `force`). After a rerun the older rows of the same
-identities are removed (`store.repair`), so the directory keeps one row per identity.
+`force` runs everything again into the new run id. A seed still to run whose config has rows
+at a smaller `steps` continues from there (grokray.continuation; not with `force`). After a
+rerun the older rows of the same identities are removed (`store.repair`), so the directory
+keeps one row per identity.
 """
 
 from __future__ import annotations

@@ -101,7 +101,8 @@ def test_continued_equals_trained_from_scratch_mlp_forge_grokfast(tmp_path):
     state = s[s.tensor.str.startswith("state/") & s.config_hash.isin(set(small.config_hash))]
     assert state.tags.str.contains("end").all()  # at the end of a seed out of budget only
     ended = small[small.steps_run == small.steps]
-    assert set(zip(state.config_hash, state.seed)) == set(zip(ended.config_hash, ended.seed))
+    assert set(zip(state.config_hash, state.seed, strict=True)) == \
+        set(zip(ended.config_hash, ended.seed, strict=True))
     assert {"state/opt.t", "state/opt.m.W2", "state/grokfast.mu.W2", "state/rng.batch",
             "state/rng.perm"} <= set(state.tensor)
     old = small[~small.config_hash.isin(set(t.config_hash))]  # the 160-step rows stay as they are
