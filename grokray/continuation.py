@@ -62,9 +62,8 @@ def refusal(old: TrialConfig, new: TrialConfig) -> str | None:
     from grokray.optim.schedules import lambda_alg, lr_at
 
     o, n = old.steps, new.steps
-    from grokray.trainer import train
-
-    if get_family(new.arch).model is None or get_family(new.arch).train is not train:
+    fam = get_family(new.arch)
+    if fam.model is None or getattr(fam.train, "__module__", None) != "grokray.trainer":
         return f"arch {new.arch} is not trained by the gradient trainer"
     if new.optim.lr_schedule != "constant" and any(
             lr_at(t, new.optim, o) != lr_at(t, new.optim, n) for t in range(o)):
