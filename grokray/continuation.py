@@ -133,10 +133,14 @@ def plan(configs: list[TrialConfig], sweep_dir: str) -> Continuations:
     if not configs:
         return out
     loc = files.Location.of(sweep_dir)
-    cols = ["config_hash", "seed", "status", "steps_run", "schema_version", "config_json"]
+    cols = ["config_hash", "seed", "status", "steps", "steps_run", "schema_version",
+            "config_json"]
     t = files.read_dir(loc, TRIALS, columns=cols, required=("config_hash", "seed", "status"))
     df = t.frame
-    if not len(df) or "steps_run" not in df or "config_json" not in df:
+    if not len(df) or not {"steps", "steps_run", "config_json"} <= set(df.columns):
+        return out
+    df = df[df["steps"] < max(c.steps for c in configs)]  # a plain resume reads no config
+    if not len(df):
         return out
     from grokray.sweep.store import current_identity
 
