@@ -109,6 +109,10 @@ def plan_summary(plan) -> dict:  # noqa: ANN001 - Plan (kept lazy)
         "resources": {"cpu": spec.cpu, "gpu": spec.gpu}, "concurrency": spec.concurrency,
         "retries": spec.retries, "counted_not_built": plan.counted,
     }
+    cont = plan.continuations
+    if cont is not None:  # runs censored at a smaller steps (grokray.continuation)
+        out["continued_seed_runs"], out["copied_seed_runs"] = cont.continued, cont.copied
+        out["not_continued"] = dict(cont.refused)
     out["auto_shapes"] = auto_shapes(spec)
     if spec.search is not None:
         s = spec.search
