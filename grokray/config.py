@@ -139,12 +139,33 @@ class SnapshotConfig:
     trials keep at most ~200 MB (docs/snapshots.md)"""
 
 
+@dataclass
+class ResumeConfig:
+    """Where a continued run picks up (grokray/continuation.py). Set by `grokray sweep` when it
+    continues runs censored at a smaller `steps` from their end snapshots; not part of a trial's
+    identity, nor of the trials table's config columns (its rows record `continued_from` and
+    `continued_from_step` instead). Empty `config_hash`: the run trains from step 0."""
+
+    config_hash: str | None = None
+    """identity of the smaller-budget config the seeds continue from (None: none)"""
+    step: int = 0
+    """the step they continue from (that config's budget)"""
+    out: str | None = None
+    """the sweep dir (local path or URI) holding its rows, curves and snapshots"""
+    files: list[str] = field(default_factory=list)
+    """its trials files (base names) holding the rows of these seeds"""
+    copied: list[int] = field(default_factory=list)
+    """seeds that finished (grokked and held) before that budget: their rows are the larger
+    budget's as they are, copied under the new identity without training"""
+
+
 SHARED_SECTIONS: dict[str, type] = {
     "model": ModelConfig,
     "optim": OptimConfig,
     "grokfast": GrokfastConfig,
     "metrics": MetricsConfig,
     "snapshots": SnapshotConfig,
+    "resume": ResumeConfig,
 }
 """the sections every family may read; each family's own section is declared beside its model
 and registered with it (grokray.models.registry)"""
@@ -239,6 +260,8 @@ class TrialConfig:
     """detection thresholds and metric cadence"""
     snapshots: SnapshotConfig = field(default_factory=SnapshotConfig)
     """which parameters a trial keeps, and when (not part of its identity)"""
+    resume: ResumeConfig = field(default_factory=ResumeConfig)
+    """where a continued run picks up (set by the sweep plan; not part of its identity)"""
     families: dict[str, Any] = field(default_factory=_family_sections)
     """each registered family's own section by key (forge, transformer, rfm, ...)"""
 
@@ -340,7 +363,7 @@ class TrialConfig:
         """
         out: dict[str, Any] = {}
         for k, v in self.to_dict().items():
-            if k == "seeds":
+            if k in ("seeds", "resume"):  # resume: the continued_from columns say it
                 continue
             if isinstance(v, dict):
                 for kk, vv in v.items():

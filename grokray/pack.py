@@ -6,7 +6,8 @@ Two configs pack when their `pack_key`s are equal: every field but the per-membe
 member takes the same steps of the same kind. A member's own values: the learning rate and its
 schedule, the weight decay (FORGE's split decay too), lambda_alg and its schedule, the Grokfast
 filter (none, ema, ma) with its alpha, lamb, window and warmup, the init scale, the split
-(`data_seed`), the step budget and the label; and its group among groups of one order, when the
+(`data_seed`), the step budget, the label and what it continues from (grokray.continuation; the
+step it continues from is the pack's); and its group among groups of one order, when the
 task is the group's composition: the pairs (a, b) of every group of order n are the same n^2
 index pairs, only the answers differ (each member its own table), and neither the MLP nor
 FORGE holds anything else of the group (FORGE's algebra losses are over all triples of its
@@ -35,6 +36,7 @@ PER_MEMBER = (
     "forge.lambda_alg", "forge.lambda_schedule", "forge.lambda_end",
     "forge.wd_embed", "forge.wd_dad", "forge.wd_other",
     "grokfast.filter", "grokfast.alpha", "grokfast.lamb", "grokfast.window", "grokfast.warmup",
+    "resume.config_hash", "resume.files", "resume.copied",
 )
 """the fields a member of a pack holds on its own (dotted: section.field)"""
 

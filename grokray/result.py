@@ -43,6 +43,11 @@ class SeedResult:
     """final_train_acc, final_val_acc, final_train_loss, final_val_loss"""
     metrics: dict[str, float] = field(default_factory=dict)
     """per-seed scalar summaries (eff_modes, ident_lead, ...); written as metric_<name>"""
+    continued_from: str | None = None
+    """config_hash of the smaller-budget run this seed continued from (None: trained from 0;
+    grokray.continuation)"""
+    continued_from_step: int | None = None
+    """the step it picked up from (a copied seed: its steps_run, nothing trained)"""
     artifacts: dict[str, Any] = field(default_factory=dict)
     """small in-memory objects for analysis (e.g. RFM's final M); not written to the tables"""
 

@@ -28,6 +28,8 @@ from grokray.evals import log_steps
 from grokray.metrics.norms import group_of
 
 MB = 1 << 20
+STATE = "state/"
+"""tensor-name prefix of the training state kept in an end snapshot (grokray.optim.state)"""
 TAGS = ("log", "init", "memorize", "grok", "end")
 """why a snapshot was taken (a snapshot can have several reasons)"""
 COLUMNS = ["seed", "step", "tags", "tensor", "shape", "dtype", "values"]
@@ -37,13 +39,17 @@ COLUMNS = ["seed", "step", "tags", "tensor", "shape", "dtype", "values"]
 class Recorder:
     """Takes one trial's snapshots as it trains (the gradient trainer calls it at evals)."""
 
-    def __init__(self, cfg: Any, eval_steps: list[int], params: dict[str, torch.Tensor]) -> None:
+    def __init__(self, cfg: Any, eval_steps: list[int], params: dict[str, torch.Tensor],
+                 total: int | None = None) -> None:
+        """`params` stacked [S, ...] (their shapes set the budget); `total` the last step
+        (default `cfg.steps`; RFM: its iterations)."""
         sc = cfg.snapshots
+        total = cfg.steps if total is None else total
         self.on = bool(sc.keep)
         want = set(sc.tensors)
         self.names = [k for k in params if not want or group_of(k) in want]
         per = sum(params[k][0].numel() * params[k].element_size() for k in self.names)
-        self.log = _log_targets(eval_steps, cfg.steps, sc.per_decade)
+        self.log = _log_targets(eval_steps, total, sc.per_decade)
         budget = sc.max_mb * MB / max(1, len(cfg.seeds) * per)  # snapshots per seed allowed
         while self.log and len(self.log) + 4 > budget:  # + init, memorize, grok, end
             self.log = self.log[1::2] if len(self.log) > 1 else []
@@ -67,19 +73,36 @@ class Recorder:
             if tags:
                 self._take(seed, step, i, params, tags)
 
-    def at_end(self, seed: int, step: int, i: int, params: dict[str, torch.Tensor]) -> None:
-        """Snapshot seed `seed` (stack position i) where it finished."""
-        if self.on:
-            self._take(seed, step, i, params, ["end"])
+    def at_end(self, seed: int, step: int, i: int, params: dict[str, torch.Tensor],
+               state: dict[str, np.ndarray] | None = None) -> None:
+        """Snapshot seed `seed` (stack position i) where it finished; with `state` (a seed
+        that ran out of budget: what training needs to go on, grokray.optim.state) the state
+        too, as tensors `state/<name>` (outside the size budget), with `state/param.<name>`
+        for each parameter `snapshots.tensors` leaves out."""
+        if not self.on:
+            return
+        extra = None
+        if state is not None:
+            extra = {f"{STATE}param.{k}": params[k][i].detach().to("cpu", copy=True).numpy()
+                     for k in params if k not in self.names}
+            extra.update({STATE + k: v for k, v in state.items()})
+        self._take(seed, step, i, params, ["end"], extra)
+
+    def add(self, records: list[dict[str, Any]]) -> None:
+        """Keep snapshot records taken before (a continued run's, read back)."""
+        for r in records if self.on else []:
+            snap = self.taken.setdefault((r["seed"], r["step"]), {"tags": [], "tensors": {}})
+            snap["tags"] += [t for t in r["tags"].split(",") if t and t not in snap["tags"]]
+            snap["tensors"][r["tensor"]] = np.asarray(r["values"]).reshape(r["shape"])
 
     def _take(self, seed: int, step: int, i: int, params: dict[str, torch.Tensor],
-              tags: list[str]) -> None:
+              tags: list[str], extra: dict[str, np.ndarray] | None = None) -> None:
         have = self.taken.get((seed, step))
-        if have is not None:
-            have["tags"] += [t for t in tags if t not in have["tags"]]
-            return
-        self.taken[(seed, step)] = {"tags": tags, "tensors": {
-            k: params[k][i].detach().to("cpu", copy=True).numpy() for k in self.names}}
+        if have is None:
+            have = self.taken[(seed, step)] = {"tags": [], "tensors": {
+                k: params[k][i].detach().to("cpu", copy=True).numpy() for k in self.names}}
+        have["tags"] += [t for t in tags if t not in have["tags"]]
+        have["tensors"].update(extra or {})
 
     def records(self) -> list[dict[str, Any]]:
         """One record per (seed, step, tensor): COLUMNS, `values` flat."""

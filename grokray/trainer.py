@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
 import torch
 
 from grokray.errors import GrokrayError
@@ -41,6 +42,7 @@ from grokray.models import seed_generator
 from grokray.models.fused import nll_rows_
 from grokray.models.protocol import Model
 from grokray.optim import lr_at, make_filter, make_optimizer
+from grokray.optim.state import load_member_state, member_state
 from grokray.result import SeedResult
 from grokray.snapshots import Recorder
 from grokray.trial import Progress, ProgressFn, TrialRun, error_line, resolve_device, run_trial
@@ -67,7 +69,9 @@ def train(run: TrialRun) -> None:
 def train_pack(runs: list[TrialRun]) -> None:
     """Train the trials `runs` (configs of one `grokray.pack.pack_key`) as one stack of members,
     each recording its own outcomes and curve rows as it would alone."""
-    _Trial(runs).run()
+    runs = [r for r in runs if r.seeds]  # a continued trial's copied seeds need no training
+    if runs:
+        _Trial(runs).run()
 
 
 class _Trial:
@@ -145,14 +149,55 @@ class _Trial:
         self.active = list(range(S))  # positions (into self.seeds) still in the stack
         self.last: dict[int, dict[str, float]] = {}
         self.n_evals = [0] * S  # evals each member has had
+        self.start = 0
+        """the step training starts from (a continued run's: grokray.continuation)"""
+        if any(r.resumed is not None for r in runs):
+            self._restore(members)
+
+    def _restore(self, members: list[tuple[int, int]]) -> None:
+        """Put each continued member's end snapshot (parameters, optimizer and filter state,
+        sampling stream) into its slot of the stack. The members of a pack continue from one
+        step (its `resume.step` is in the pack key)."""
+        starts = {r.resumed.step if r.resumed is not None else 0 for r in self.runs}
+        if len(starts) != 1:
+            raise ValueError(f"members of one stack continue from different steps {starts}")
+        self.start = starts.pop()
+        with torch.no_grad():
+            for p, (ri, seed) in enumerate(members):
+                res = self.runs[ri].resumed
+                assert res is not None
+                st = res.seeds[seed]
+                for k, v in self.model.params.items():
+                    v[p].copy_(torch.from_numpy(st.params[k]))
+                load_member_state(self.opt, self.filt, p, st.state, self.model.params)
+                if self.batcher is not None:
+                    self.batcher.load(p, st.state)
+
+    def _resumed_evals(self) -> None:
+        """A continued run's evals before its start: its curve rows (read back), replayed
+        through the detector and counted, as if this run had taken them."""
+        for pos in self.active:
+            ri, seed = self.member_run[pos], self.seeds[pos]
+            res = self.runs[ri].resumed
+            assert res is not None
+            st = res.seeds[seed]
+            for row in st.rows:
+                self.detector.update(pos, row["step"], row["train_acc"], row["val_acc"])
+            self.n_evals[pos] = len(st.rows)
+            if st.rows:
+                self.last[pos] = st.rows[-1]
+            self.runs[ri].rows.extend(st.rows)
+            self.snaps[ri].add(st.snapshots)
 
     # ------------------------------------------------------------------ main loop
 
     def run(self) -> None:
-        step = 0
+        step = self.start
         t_loop = time.perf_counter()
         try:
-            self._evaluate(0, list(self.active))
+            if step:
+                self._resumed_evals()
+            self._evaluate(step, list(self.active))
             check_every = 1 if self.device.type == "cpu" else 16
             while step < max(self.steps) and self.active:
                 loss = self._train_step(step)
@@ -382,10 +427,12 @@ class _Trial:
     def _finish(self, pos: int, status: str, step: int, error: str | None = None) -> None:
         seed, run = self.seeds[pos], self.runs[self.member_run[pos]]
         if status in ("grokked", "not_grokked"):
-            self.snaps[self.member_run[pos]].at_end(seed, step, self.active.index(pos),
-                                                    self.model.params)
+            i = self.active.index(pos)
+            state = self._state(pos, i) if step == self.steps[pos] else None
+            self.snaps[self.member_run[pos]].at_end(seed, step, i, self.model.params, state)
         tr = self.detector.tracks.get(pos)
         last = self.last.get(pos, {})
+        origin = run.resumed.origin(seed) if run.resumed is not None else (None, None)
         run.outcome[seed] = SeedResult(
             seed=seed, data_seed=run.cfg.seed_data_seed(seed), status=status, error=error,
             grok_step=tr.grok_step if tr else None,
@@ -393,9 +440,18 @@ class _Trial:
             memorize_step=tr.memorize_step if tr else None,
             ungrok_step=tr.ungrok_step if tr else None,
             steps_run=step,
+            continued_from=origin[0], continued_from_step=origin[1],
             final={f"final_{k}": float(last[k]) for k in
                    ("train_acc", "val_acc", "train_loss", "val_loss") if k in last},
         )
+
+    def _state(self, pos: int, i: int) -> dict[str, np.ndarray]:
+        """What member `pos` (stack index i) needs to continue past its budget: optimizer and
+        filter state (grokray.optim.state) and its sampling stream."""
+        out = member_state(self.opt, self.filt, i)
+        if self.batcher is not None:
+            out.update(self.batcher.state(pos))
+        return out
 
     def _drop(self, positions: list[int]) -> None:
         """Remove finished seeds from every stacked state."""
@@ -441,7 +497,7 @@ class _Trial:
             if not run.rows:
                 continue
             out = run.outcome
-            grok = {s: out[s].grok_step for s in run.seeds}
+            grok = {s: r.grok_step for s, r in out.items()}  # copied seeds too
             for seed, summary in summarize(pd.DataFrame(run.rows), grok).items():
                 if seed in out:
                     out[seed].metrics.update(summary)
@@ -465,6 +521,23 @@ class _Batcher:
         out = torch.stack([self.perm[m][self.pos:self.pos + self.batch] for m in members])
         self.pos += self.batch
         return out
+
+    def state(self, m: int) -> dict[str, np.ndarray]:
+        """Member m's stream: its generator, its current permutation and the shared position."""
+        out = {"rng.batch": self.gens[m].get_state().numpy().copy(),
+               "rng.pos": np.array(self.pos, dtype=np.int64)}
+        if self.perm:
+            out["rng.perm"] = self.perm[m].numpy().copy()
+        return out
+
+    def load(self, m: int, state: dict[str, np.ndarray]) -> None:
+        """Restore member m's stream (`state`)."""
+        self.gens[m].set_state(torch.from_numpy(np.asarray(state["rng.batch"]).copy()))
+        self.pos = int(state["rng.pos"])
+        if "rng.perm" in state:
+            if not self.perm:
+                self.perm = [torch.empty(self.n, dtype=torch.long) for _ in self.gens]
+            self.perm[m] = torch.from_numpy(np.asarray(state["rng.perm"]).copy())
 
 
 def _labels(tasks: list, member_run: list[int]) -> torch.Tensor:  # noqa: ANN001 - Task

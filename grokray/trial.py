@@ -91,10 +91,32 @@ class TrialRun:
         self.snapshots: list[dict] = []
         """snapshot records (grokray.snapshots), one per (seed, step, tensor)"""
         self.n_params = 0
+        self.resumed = None
+        """what the seeds continue from (grokray.continuation; None: trained from step 0)"""
+        self.copied_snapshots: list[dict] = []
+        if cfg.resume.config_hash:
+            self._resume()
+
+    def _resume(self) -> None:
+        """Read what the seeds continue from; a copied seed's outcome and rows are final, and
+        it leaves the seeds to train."""
+        from grokray.continuation import load
+
+        self.resumed = res = load(self.cfg)
+        for s, (outcome, rows, snaps) in res.copied.items():
+            self.outcome[s] = outcome
+            self.rows.extend(rows)
+            self.copied_snapshots.extend(snaps)
+        keep = [i for i, s in enumerate(self.seeds) if s not in res.copied]
+        self.seeds = [self.seeds[i] for i in keep]
+        self.splits = [self.splits[i] for i in keep]
+        if self.family.model is not None:
+            self.n_params = self.family.model.count_params(self.cfg, self.task.n_in,
+                                                           self.task.n_out)
 
     def fail_rest(self, error: str) -> None:
         """Record every seed without an outcome as failed."""
-        for s in self.seeds:
+        for s in self.cfg.seeds:
             if s not in self.outcome:
                 self.outcome[s] = SeedResult(seed=s, data_seed=self.cfg.seed_data_seed(s),
                                              status="failed", error=error)
@@ -104,11 +126,14 @@ class TrialRun:
         self.fail_rest("the trainer recorded no outcome")
         rows = self.rows
         curves = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(CURVE_COLUMNS))
+        if self.resumed is not None and rows:
+            curves = curves.sort_values(["seed", "step"], kind="stable").reset_index(drop=True)
         return TrialResult(
             config=self.cfg, n_params=int(self.n_params), device=str(self.device),
             wall_s=time.perf_counter() - self.t0, started_at=self.started_at,
-            finished_at=datetime.now(timezone.utc), seeds=[self.outcome[s] for s in self.seeds],
-            curves=curves, group_order=int(self.task.n_in), snapshots=self.snapshots,
+            finished_at=datetime.now(timezone.utc),
+            seeds=[self.outcome[s] for s in self.cfg.seeds], curves=curves,
+            group_order=int(self.task.n_in), snapshots=self.copied_snapshots + self.snapshots,
             cuda_visible_devices=self.visible,
         )
 
@@ -121,7 +146,8 @@ def run_trial(cfg: TrialConfig, progress: ProgressFn | None = None) -> TrialResu
     """
     run = TrialRun(cfg, progress)
     try:
-        run.family.train(run)
+        if run.seeds:  # a continued trial's copied seeds need no training
+            run.family.train(run)
     except GrokrayError:
         raise
     except Exception as exc:  # noqa: BLE001 - a failed trial is a result, not a crash

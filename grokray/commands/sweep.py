@@ -105,6 +105,10 @@ def plan_summary(plan) -> dict:  # noqa: ANN001 - Plan (kept lazy)
         "resources": {"cpu": spec.cpu, "gpu": spec.gpu}, "concurrency": spec.concurrency,
         "retries": spec.retries, "counted_not_built": plan.counted,
     }
+    cont = plan.continuations
+    if cont is not None:  # runs censored at a smaller steps (grokray.continuation)
+        out["continued_seed_runs"], out["copied_seed_runs"] = cont.continued, cont.copied
+        out["not_continued"] = dict(cont.refused)
     out["auto_shapes"] = auto_shapes(spec)
     if spec.search is not None:
         s = spec.search
@@ -175,6 +179,8 @@ def describe(plan) -> str:  # noqa: ANN001 - Plan (kept lazy)
                  f"{plan.todo_seed_steps:,} seed-steps; resources per trial cpu {spec.cpu:g} "
                  f"gpu {spec.gpu:g}, concurrency {spec.concurrency or 'auto'}, "
                  f"retries {spec.retries}")
+    if plan.continuations is not None:  # runs censored at a smaller steps (docs/snapshots.md)
+        lines += plan.continuations.lines()
     return "\n".join(lines)
 
 

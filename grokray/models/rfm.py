@@ -48,6 +48,7 @@ from grokray.metrics.circulant import (
 from grokray.metrics.grokking import GrokDetector
 from grokray.models.registry import Family
 from grokray.result import SeedResult
+from grokray.snapshots import Recorder
 from grokray.trial import error_line
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -386,8 +387,10 @@ def fit_trial(run: TrialRun) -> None:
 
     Step t of the curves is the kernel machine fitted with M_t (t AGOP updates; step 0 = M_0).
     Curve metrics: metric_circulant_dev (op tasks on Z_p), metric_agop_align (rho(M_t, M_final),
-    centered), metric_iter_s (seconds of that iteration). The final M is kept in
-    SeedResult.artifacts["M"] (a [2n, 2n] float64 array, in memory only); per-seed scalars in
+    centered), metric_iter_s (seconds of that iteration). M_t is snapshotted as tensor `M`
+    (grokray.snapshots: log-spaced iterations, 0, memorization, grok and the last, under the
+    same budget; `grokray.load_snapshots`), the final M also kept in SeedResult.artifacts["M"]
+    (a [2n, 2n] float64 array); per-seed scalars in
     SeedResult.metrics (written as trials columns): iter_s, agop_align_first, circulant_dev and
     the dominant frequency of the final circulant profile (circ_top_freq, circ_top_freq_share).
     n_params counts the dual coefficients and M. A seed whose solve or AGOP is not finite is
@@ -402,6 +405,9 @@ def fit_trial(run: TrialRun) -> None:
     baseline = r.baseline != "none"
     n_train = int(round(cfg.train_frac * len(task)))
     run.n_params = n_train * int(task.n_out) + (2 * p) ** 2  # dual coefs + M
+    iters = 0 if baseline else r.iters
+    snaps = Recorder(cfg, list(range(iters + 1)), {"M": torch.zeros(1, 2 * p, 2 * p,
+                                                                    dtype=torch.float64)}, iters)
     for seed, (tr, va) in zip(run.seeds, run.splits, strict=True):
         data_seed = cfg.seed_data_seed(seed)
         try:
@@ -434,7 +440,11 @@ def fit_trial(run: TrialRun) -> None:
                 row["metric_circulant_dev"] = feature_circulant_deviation(M_t, circ_op)
             seed_rows.append(row)
         run.rows += seed_rows
-        run.outcome[seed] = _seed_result(cfg, seed, data_seed, seed_rows, M_final, circ_op)
+        out = run.outcome[seed] = _seed_result(cfg, seed, data_seed, seed_rows, M_final, circ_op)
+        for t, M_t in enumerate(est.Ms_):  # M_t at log-spaced iterations, init, memorize, grok
+            snaps.at_eval(t, [seed], {"M": M_t[None]}, {seed: out})
+        snaps.at_end(seed, out.steps_run, 0, {"M": M_final[None]})
+    run.snapshots = snaps.records()
 
 
 def _seed_result(cfg: Any, seed: int, data_seed: int, rows: list[dict[str, Any]],

@@ -71,7 +71,8 @@ def execute_pack(configs: Sequence[TrialConfig]) -> list[Outcome]:
         return [Outcome(c, None, error=one_line(exc), wall_s=wall, cpu_s=cpu / len(configs),
                         traceback=tb) for c in configs]
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    work = [max(1, sum(s.steps_run for s in r.seeds)) for r in results]
+    work = [max(1, sum(s.steps_run - (s.continued_from_step or 0) for s in r.seeds))
+            for r in results]  # the steps each trained here (a continued seed: past its start)
     return [Outcome(c, r, wall_s=wall, cpu_s=cpu * w / sum(work))
             for c, r, w in zip(configs, results, work, strict=True)]
 

@@ -2,8 +2,10 @@
 
 Resume is by row identity `(config_hash, seed)`: a trial runs only the seeds of its config that
 have no row yet in `OUT/<sweep>/trials/` (failed rows count as done unless `rerun_failed`);
-`force` runs everything again into the new run id. After a rerun the older rows of the same
-identities are removed (`store.repair`), so the directory keeps one row per identity.
+`force` runs everything again into the new run id. A seed still to run whose config has rows
+at a smaller `steps` continues from there (grokray.continuation; not with `force`). After a
+rerun the older rows of the same identities are removed (`store.repair`), so the directory
+keeps one row per identity.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ class Plan:
     """search: configs still to sample"""
     done_hashes: set[str] = field(default_factory=set)
     """search: configs already on disk (a sampler that proposes one again is not rewritten)"""
+    continuations: Any = None
+    """what continues from rows of a smaller budget (grokray.continuation.Continuations;
+    None: nothing was looked for: a search, --force, a counted grid)"""
 
     counted: bool = False
     """the grid was counted, not built (a dry run with nothing on disk): `todo` is empty and
@@ -72,7 +77,9 @@ class Plan:
             return self.todo_seeds * self.spec.base.steps
         if self.counted:
             return self.spec.seed_steps()
-        return sum(len(c.seeds) * c.steps for c in self.todo)
+        from grokray.continuation import steps_to_train
+
+        return sum(steps_to_train(c) for c in self.todo)
 
     @property
     def n_todo_trials(self) -> int:
@@ -112,9 +119,15 @@ def make_plan(spec: SweepSpec, *, rerun_failed: bool = False, force: bool = Fals
                 missing.append(s)
         if missing:
             todo.append(cfg if missing == cfg.seeds else cfg.with_overrides({"seeds": missing}))
+    cont = None
+    if not force and todo and len(rows):  # runs censored at a smaller steps go on
+        from grokray.continuation import plan as continue_plan
+
+        cont = continue_plan(todo, spec.sweep_dir)
+        todo = cont.todo
     return Plan(spec=spec, run_id=run_id, todo=todo, n_trials=len(spec.trials()),
                 n_seeds=len(spec.seeds), done_rows=done, failed_rows=failed,
-                rerun=force or rerun_failed)
+                rerun=force or rerun_failed, continuations=cont)
 
 
 def _search_plan(spec: SweepSpec, run_id: str, status: dict, force: bool) -> Plan:

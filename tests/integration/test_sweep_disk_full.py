@@ -100,3 +100,39 @@ def test_trials_file_that_does_not_fit_takes_its_curves_file_with_it(tmp_path, m
     assert info.value.trial_bytes > 0
     assert list((tmp_path / "curves").iterdir()) == []
     assert list((tmp_path / "trials").iterdir()) == []
+
+
+def test_full_disk_on_the_tune_path_raises_the_one_line_error_and_resumes(tmp_path, monkeypatch):
+    """Ray Tune's callbacks hand the outcomes to the writer: a write that runs out of space
+    still ends the sweep with DiskFullError (what the CLI prints as its one line, exit 2), not
+    an error of Tune's, and leaves nothing partial; the rerun writes only what is missing."""
+    from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.session import RaySession
+    from grokray.sweep.spec import load_spec
+    from grokray.sweep.tune_executor import TuneExecutor
+
+    spec = load_spec(helpers.tiny_spec(tmp_path, groups=("Z5", "Z3"), concurrency=1))
+    sweep_dir = tmp_path / "out" / "tiny"
+    disk = Disk(tmp_path / "out", 60_000)  # room for the plan and one or two trials
+    monkeypatch.setattr(store, "open", disk.open, raising=False)
+    with RaySession() as session:
+        def tune():
+            return TuneExecutor(session, name="full", storage_path=str(tmp_path / "ray"),
+                                concurrency=1, retries=0, trial_fn=helpers.synthetic)
+
+        with pytest.raises(store.DiskFullError) as info:
+            run_plan(make_plan(spec), tune())
+        line = str(info.value)
+        assert "\n" not in line and line.startswith("no space left on the device writing ")
+        assert line.endswith("free space and run the same command to resume")
+        on_disk = _files(sweep_dir)
+        assert not [n for sub in on_disk.values() for n in sub if n.startswith(".")]
+        assert set(on_disk["curves"]) <= set(on_disk["trials"])
+        assert len(on_disk["trials"]) < 4
+
+        monkeypatch.setattr(store, "open", builtins.open, raising=False)
+        plan = make_plan(spec)
+        assert len(plan.todo) == 4 - len(on_disk["trials"])
+        run_plan(plan, tune())
+    t = pd.concat(pd.read_parquet(sweep_dir / "trials" / n) for n in _files(sweep_dir)["trials"])
+    assert len(t) == 8 and t.groupby(["config_hash", "seed"]).size().eq(1).all()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -31,7 +32,11 @@ def _snaps(r):
 def test_snapshot_steps_tags_and_tensors():
     r = run_trial(_cfg())
     s = _snaps(r)
+    state = s[s.tensor.str.startswith("state/")]  # training state: a seed out of budget's end
+    s = s[~s.tensor.str.startswith("state/")]
     assert set(s["tensor"]) == {"Ea", "Eb", "W1a", "W1b", "b1", "W2", "b2"}
+    ended = {x.seed for x in r.seeds if x.steps_run == 300}
+    assert set(state.seed) == ended and state.tags.str.contains("end").all()
     for seed in r.seeds:
         mine = s[s.seed == seed.seed].drop_duplicates("step").set_index("step")["tags"]
         curve_steps = set(r.curves[r.curves.seed == seed.seed]["step"])
@@ -55,7 +60,7 @@ def test_budget_thins_log_steps_and_off_keeps_none():
     assert len(tiny) < len(full)
     assert run_trial(_cfg(snapshots="off")).snapshots == []
     only = _snaps(run_trial(_cfg(**{"snapshots.tensors": ["Ea", "Eb"]})))
-    assert set(only["tensor"]) == {"Ea", "Eb"}
+    assert set(only[~only.tensor.str.startswith("state/")]["tensor"]) == {"Ea", "Eb"}
 
 
 def test_snapshot_settings_are_not_identity():
@@ -121,3 +126,21 @@ def test_eval_schedule_steps_cover_the_snapshot_targets():
     steps = EvalSchedule(_cfg(eval_schedule="log")).steps()
     r = run_trial(_cfg(eval_schedule="log", steps=100))
     assert set(_snaps(r)["step"]) <= set(steps)
+
+
+def test_rfm_keeps_its_feature_matrix_per_iteration(tmp_path):
+    cfg = TrialConfig.from_dict({"group": "Z7", "op": "mul", "arch": "rfm", "train_frac": 0.6,
+                                 "seeds": [0, 1], "rfm.iters": 12, "device": "cpu"})
+    r = run_trial(cfg)
+    s = _snaps(r)
+    assert set(s["tensor"]) == {"M"} and set(s["seed"]) == {0, 1}
+    for seed in r.seeds:
+        mine = s[s.seed == seed.seed].set_index("step")
+        assert mine["tags"].loc[0].startswith("init") and "end" in mine["tags"].loc[12]
+        assert "log" in mine["tags"].loc[10] and mine["shape"].loc[0] == [14, 14]
+        assert {t for x in mine["tags"] for t in x.split(",")} >= {"init", "log", "end"}
+        end = np.asarray(mine["values"].loc[12]).reshape(14, 14)
+        np.testing.assert_array_equal(end, seed.artifacts["M"])
+    store.write_result(r, tmp_path, sweep="s", run_id="20260101T000000Z-aaaa")
+    back = grokray.load_snapshots(tmp_path, cfg.config_hash(), 1)
+    assert len(back) == len(s[s.seed == 1]) and set(back["tensor"]) == {"M"}
