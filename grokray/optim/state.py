@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from grokray.optim.grokfast import EMAFilter, MAFilter
+from grokray.optim.grokfast import EMAFilter, MAFilter, MemberFilters
 from grokray.optim.optimizers import SeedAdamW, SeedSGD
 
 Arrays = dict[str, np.ndarray]
@@ -23,8 +23,25 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().to("cpu", copy=True).numpy()
 
 
-def member_state(opt: SeedAdamW | SeedSGD, filt: EMAFilter | MAFilter | None, i: int
-                 ) -> Arrays:
+Filt = EMAFilter | MAFilter | MemberFilters | None
+
+
+def _member_filter(filt: Filt, i: int, n_all: int = 0
+                   ) -> tuple[EMAFilter | MAFilter | None, int, slice]:
+    """The filter that member i (stack position) runs through, its position there, and the
+    stack positions that filter holds: a pack whose members differ in filter kind holds one
+    filter per run of members (MemberFilters)."""
+    if not isinstance(filt, MemberFilters):
+        return filt, i, slice(0, n_all or None)
+    s0 = 0
+    for part, n in filt.parts:
+        if i < s0 + n:
+            return part, i - s0, slice(s0, s0 + n)  # type: ignore[return-value]
+        s0 += n
+    raise IndexError(f"member {i} is not in the filter's {s0} members")
+
+
+def member_state(opt: SeedAdamW | SeedSGD, filt: Filt, i: int) -> Arrays:
     """Member i's optimizer and filter state (stack position i)."""
     out: Arrays = {}
     if isinstance(opt, SeedAdamW):
@@ -35,6 +52,7 @@ def member_state(opt: SeedAdamW | SeedSGD, filt: EMAFilter | MAFilter | None, i:
         out["opt.t"] = np.array(0 if opt.buf is None else 1, dtype=np.int64)
         for k, b in (opt.buf or {}).items():
             out[f"opt.buf.{k}"] = _np(b[i])
+    filt, i, _ = _member_filter(filt, i)
     if isinstance(filt, EMAFilter) and filt.mu is not None:
         for k, v in filt.mu.items():
             out[f"grokfast.mu.{k}"] = _np(v[i])
@@ -47,7 +65,7 @@ def member_state(opt: SeedAdamW | SeedSGD, filt: EMAFilter | MAFilter | None, i:
 
 
 @torch.no_grad()
-def load_member_state(opt: SeedAdamW | SeedSGD, filt: EMAFilter | MAFilter | None, i: int,
+def load_member_state(opt: SeedAdamW | SeedSGD, filt: Filt, i: int,
                       state: Arrays, params: dict[str, torch.Tensor]) -> None:
     """Put `state` (what `member_state` gave) into member i's slice of the stacked state;
     `params` (stacked) give the shapes of state not yet created."""
@@ -64,6 +82,8 @@ def load_member_state(opt: SeedAdamW | SeedSGD, filt: EMAFilter | MAFilter | Non
             opt.buf = {k: torch.zeros_like(params[k]) for k in opt.names}
         for k in opt.names:
             put(opt.buf[k][i], f"opt.buf.{k}")
+    filt, i, rows = _member_filter(filt, i)
+    params = {k: p[rows] for k, p in params.items()}
     if isinstance(filt, EMAFilter) and any(n.startswith("grokfast.mu.") for n in state):
         if filt.mu is None:
             filt.mu = {k: torch.zeros_like(p) for k, p in params.items()}
