@@ -70,19 +70,31 @@ def pack_summary(plan, pack: int | None, n_cpus: int | None) -> dict:  # noqa: A
     import os
 
     from grokray.pack import PER_MEMBER, pack_key
-    from grokray.sweep.batching import PACK_MEMBERS, pack_groups, pack_size
+    from grokray.sweep.batching import (
+        GPU_PACK_MEMBERS,
+        PACK_MEMBERS,
+        device_bytes,
+        pack_groups,
+        pack_limit,
+        pack_size,
+    )
 
     spec = plan.spec
     slots = max(1, int((n_cpus or os.cpu_count() or 1) // (spec.cpu or 1)))
     if spec.search is not None:
         return {"pack": "off (a search runs one config per trial)"}
+    dev = device_bytes(spec.gpu) if spec.gpu > 0 else None
     if not plan.counted:
-        size = pack_size(plan.todo, slots, pack)
-        sizes = [len(g) for g in pack_groups(plan.todo, size)]
-    else:
+        size = pack_size(plan.todo, slots, pack, spec.gpu > 0)
+        limit = (lambda c: pack_limit(c, dev)) if pack is None else None  # noqa: E731
+        sizes = [len(g) for g in pack_groups(plan.todo, size, limit)]
+    else:  # sized by the base config's shape (an axis of shapes is not packed by this count)
         n, seeds = plan.n_trials, len(spec.seeds)
+        cap = GPU_PACK_MEMBERS if spec.gpu > 0 else PACK_MEMBERS
         size = pack if pack is not None else \
-            max(1, min(math.ceil(n / slots), PACK_MEMBERS // max(1, seeds)))
+            max(1, min(math.ceil(n / slots), cap // max(1, seeds)))
+        if pack is None:
+            size = max(1, min(size, pack_limit(spec.base, dev)))
         member = math.prod(len(ax) for ax in spec.axes if set(ax.keys) <= set(PER_MEMBER))
         if pack_key(spec.base) is None or any("arch" in ax.keys for ax in spec.axes):
             member = 1
