@@ -49,7 +49,9 @@ def add_pack_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pack", default="off", metavar="off|auto|N",
                    help="train configs of one shape as one stack of members (docs/sweeps.md, "
                         "config-packed trials): off (default), auto (sized to keep every worker "
-                        "busy), or N configs per pack; grids only (searches run unpacked)")
+                        "busy; on CPU no pack for arithmetic-bound shapes, on a GPU none over "
+                        "the memory estimate), or N configs per pack; grids only, also on Ray "
+                        "Tune (searches run unpacked)")
 
 
 def pack_setting(args: argparse.Namespace) -> int | None:
