@@ -8,8 +8,9 @@ history exactly as a single-seed run would be. Applied between backward and the 
 - MA:  g <- g + lam * mean(last w gradients, the current one included); with `warmup` only once
   w gradients have been seen (the reference's default).
 
-In a pack of configs (grokray.optim.members) `alpha` and `lamb` may be one value per member;
-each run of members sharing them is filtered as one slice. The filter kind, the MA window and
+In a pack of configs (grokray.optim.members) `alpha` and `lamb` may be one value per member:
+EMA's update is one lerp per tensor with a weight per member (bit for bit the scalar lerp), the
+amplification one slice per run of members sharing lamb. The filter kind, the MA window and
 warmup are the pack's (they set the state's shape and schedule).
 """
 
