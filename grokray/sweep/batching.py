@@ -3,7 +3,10 @@
 A tiny config runs in about the time Ray Tune spends on one trial of its own (about 0.1 s on a
 2-core machine, benchmarks/bench_sweep_overhead.py), so tiny configs run several in a row in
 one call (`tiny_batches`); the warm workers start the longest calls first (`longest_first`).
-Both size a config by `pair_steps`: steps x seeds x train pairs.
+Both size a config by `pair_steps`: steps x seeds x train pairs. With `--pack`, configs of one
+shape share a call as one pack (`pack_groups`, `pack_batches`), sized by `pack_size` and, for
+`auto`, per shape by `pack_limit` (CPU: work per seed-step; CUDA: the memory estimate of
+grokray.cost.memory, `fit_device` in the worker).
 """
 
 from __future__ import annotations
