@@ -27,10 +27,11 @@ LRS, WDS = (3e-3, 1e-2, 3e-2), (0.1, 1.0)
 FOURTH = {"mlp": ("grokfast.alpha", (0.9, 0.98)), "forge": ("forge.lambda_alg", (0.01, 0.03))}
 
 
-def grid(arch: str, group: str, steps: int, seeds: int, dtype: str) -> list[TrialConfig]:
+def grid(arch: str, group: str, steps: int, seeds: int, dtype: str,
+         device: str = "cpu") -> list[TrialConfig]:
     """The 12 configs of one (arch, group)."""
     key, values = FOURTH[arch]
-    base = {"arch": arch, "group": group, "steps": steps, "eval_every": 50, "device": "cpu",
+    base = {"arch": arch, "group": group, "steps": steps, "eval_every": 50, "device": device,
             "dtype": dtype, "seeds": list(range(seeds)), "metrics.patience": 0}
     if arch == "mlp":
         base["grokfast.filter"] = "ema"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # GPU check: seed-batched training at S=64 vs the plain per-seed loop on the same GPU (target:
-# >= 20x seed-steps/s), plus a CUDA determinism check, plus the optimizer's fused-kernel path vs
+# >= 20x seed-steps/s), plus config-packed trials (a grid of 12 configs x 4 seeds as one pack vs
+# one config after another, the memory estimate of `--pack auto` vs the measured peak), plus a
+# CUDA determinism check, plus the optimizer's fused-kernel path vs
 # its foreach path on the device, plus torch.compile on the device: the MLP's plain loss
 # (logits, cross-entropy, autograd backward) compiled vs the hand-fused eager loss the trainer
 # runs, loss and gradients compared, seconds per step and compile seconds printed. Finishes in
 # well under 8 minutes on a GPU. (The trainer has no compiled path: on CPU the compiled loss was
 # 1.4x slower than the fused eager one, benchmarks/README.md; this measures whether a GPU differs.)
 #
-#   bash benchmarks/gpu_check.sh              # on a machine with CUDA
+#   bash benchmarks/gpu_check.sh              # on a machine with CUDA (without: says so, exit 0)
 #   bash benchmarks/gpu_check.sh --cpu-smoke  # the same logic on CPU, tiny sizes (tests the script)
 #
 # The plain loop (benchmarks/bench_train.py: one nn.Module per seed, torch.optim.AdamW, full
@@ -36,7 +38,9 @@ if smoke:
     torch.set_num_threads(1)
 else:
     if not torch.cuda.is_available():
-        sys.exit("gpu_check: CUDA is not available (use --cpu-smoke to test the script on CPU)")
+        print("gpu_check: skipped, CUDA is not available here (--cpu-smoke runs the same logic "
+              "on CPU at tiny sizes)", flush=True)
+        sys.exit(0)
     dev, group, S, ref_seeds = "cuda", "Z97", 64, 4
     plan = {"mlp": 300, "forge": 300, "transformer": 100}
     print("device:", torch.cuda.get_device_name(0), "| torch", torch.__version__, flush=True)
@@ -76,6 +80,52 @@ for arch, steps in plan.items():
     results.append(row)
     print(f"{arch:12s} {group} S={S:<3d} steps={steps:<4d} plain loop {ref_rate:9.1f} "
           f"seed-steps/s | grokray {rate:10.1f} seed-steps/s | {rate / ref_rate:6.1f}x",
+          flush=True)
+
+# config-packed trials on this device (issue 25): the grid of benchmarks/bench_pack.py (12 configs:
+# lr x wd x lambda_alg or Grokfast alpha) x 4 seeds as one pack (grokray.pack.run_pack, what
+# `--pack auto` makes of it where the memory estimate fits) vs one config after another (`--pack
+# off` in one worker), same configs and seeds; the estimate (grokray.cost.memory.pack_bytes) next
+# to the measured peak of the pack (torch.cuda.max_memory_allocated), and the share of (config,
+# seed) with the same status and grok step
+from bench_pack import grid, outcome  # noqa: E402
+
+from grokray.cost.memory import pack_bytes  # noqa: E402
+from grokray.pack import run_pack  # noqa: E402
+
+pack_plan = ([("mlp", "S3", 10), ("forge", "S3", 10)] if smoke else
+             [("mlp", "D4", 300), ("mlp", "S4", 200), ("mlp", "Z97", 100), ("forge", "S3", 200),
+              ("forge", "S4", 100), ("forge", "Z97", 50)])
+for arch, g, steps in pack_plan:
+    cfgs = grid(arch, g, steps, 4, "float32", dev)
+    run_pack(grid(arch, g, 3, 4, "float32", dev))  # warm-up: kernels, caches
+    sync()
+    t0 = time.perf_counter()
+    alone = [run_trial(c) for c in cfgs]
+    sync()
+    t_off = time.perf_counter() - t0
+    if dev == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    t0 = time.perf_counter()
+    packed = run_pack(cfgs)
+    sync()
+    t_pack = time.perf_counter() - t0
+    peak = torch.cuda.max_memory_allocated() - base if dev == "cuda" else None
+    work = sum(s.steps_run for r in packed for s in r.seeds)
+    same = sum(a == b for a, b in zip(outcome(alone), outcome(packed), strict=True))
+    est = pack_bytes(cfgs[0], 4 * len(cfgs))
+    row = {"pack": arch, "group": g, "configs": len(cfgs), "seeds": 4, "steps": steps,
+           "off_seed_steps_per_s": round(work / t_off, 1),
+           "packed_seed_steps_per_s": round(work / t_pack, 1), "speedup": round(t_off / t_pack, 2),
+           "same_outcome": f"{same}/{len(outcome(alone))}", "estimate_mib": round(est / 2**20, 1),
+           "peak_mib": None if peak is None else round(peak / 2**20, 1)}
+    results.append(row)
+    mem = "" if peak is None else \
+        f" | memory estimate {est / 2**20:.0f} MiB, measured peak {peak / 2**20:.0f} MiB"
+    print(f"pack         {arch:6s} {g:4s} 12 configs x 4 seeds, {steps} steps: off "
+          f"{work / t_off:9.1f} seed-steps/s | packed {work / t_pack:10.1f} | "
+          f"{t_off / t_pack:5.2f}x | same status+grok step {same}/{len(outcome(alone))}{mem}",
           flush=True)
 
 # determinism: the same config twice on this device gives the same curves, bit for bit

@@ -9,10 +9,11 @@ history exactly as a single-seed run would be. Applied between backward and the 
   w gradients have been seen (the reference's default).
 
 In a pack of configs (grokray.optim.members) every setting may be one per member. `alpha` and
-`lamb` vary within one filter (each run of members sharing them is filtered as one slice); the
-kind, the MA window and warmup set the state's shape and schedule, so members that differ in
-them get a filter each (`MemberFilters`): each run of members sharing them is filtered by its
-own filter on its own slice, and a member with filter none is left exactly unfiltered.
+`lamb` vary within one filter: EMA's update is one lerp per tensor with a weight per member (bit
+for bit the scalar lerp), the amplification one slice per run of members sharing lamb. The kind,
+the MA window and warmup set the state's shape and schedule, so members that differ in them get
+a filter each (`MemberFilters`): each run of members sharing them is filtered by its own filter
+on its own slice, and a member with filter none is left exactly unfiltered.
 """
 
 from __future__ import annotations
@@ -25,16 +26,20 @@ from grokray.optim.members import per_member, runs
 Grads = dict[str, torch.Tensor]
 
 
-def _amplify(grads: Grads, state: Grads, lambs: list[float], scale: float = 1.0) -> Grads:
-    """g + (lam * scale) * state, each run of members with its own lam."""
-    parts = runs(lambs)
-    if len(parts) == 1:
-        c = parts[0][2] * scale
-        return {k: g + c * state[k] for k, g in grads.items()}
-    out = {k: torch.empty_like(g) for k, g in grads.items()}
-    for s0, s1, lam in parts:
+def _amplify(grads: Grads, state: Grads, lambs: list[float], out: Grads | None,
+             scale: float = 1.0) -> Grads:
+    """g + (lam * scale) * state, each run of members with its own lam, into `out` (the
+    filter's buffers, reused from step to step: a fresh tensor per parameter and step cost
+    more than the arithmetic on a small model, benchmarks/README.md); the arithmetic of an
+    element is the same (one product, one sum). Returns `out` (new buffers when it is None or
+    of another shape)."""
+    if out is None or any(out[k].shape != g.shape for k, g in grads.items()):
+        out = {k: torch.empty_like(g) for k, g in grads.items()}
+    for s0, s1, lam in runs(lambs):
         for k, g in grads.items():
-            torch.add(g[s0:s1], (lam * scale) * state[k][s0:s1], out=out[k][s0:s1])
+            o = out[k][s0:s1]
+            torch.mul(state[k][s0:s1], lam * scale, out=o)
+            o.add_(g[s0:s1])
     return out
 
 
@@ -45,6 +50,10 @@ class EMAFilter:
                  ) -> None:
         self.alpha, self.lamb = alpha, lamb
         self.mu: Grads | None = None
+        self.out: Grads | None = None
+        """the filtered gradients' buffers (`_amplify`)"""
+        self.weight: Grads | None = None
+        """1 - alpha per member, shaped to broadcast over each state tensor (several alphas)"""
 
     def __call__(self, grads: Grads) -> Grads:
         S = next(iter(grads.values())).shape[0]
@@ -52,16 +61,25 @@ class EMAFilter:
         if self.mu is None:
             self.mu = {k: g.detach().clone() for k, g in grads.items()}
         else:
-            keys = list(grads)
-            for s0, s1, a in runs(self.alpha):
-                torch._foreach_lerp_([self.mu[k][s0:s1] for k in keys],
-                                     [grads[k][s0:s1] for k in keys], 1.0 - a)
-        return _amplify(grads, self.mu, self.lamb)
+            alphas = runs(self.alpha)
+            if len(alphas) == 1:
+                torch._foreach_lerp_(list(self.mu.values()), [grads[k] for k in self.mu],
+                                     1.0 - alphas[0][2])
+            else:  # one lerp per tensor with a weight per member: bit for bit the scalar one
+                if self.weight is None:
+                    w = torch.tensor([1.0 - a for a in self.alpha], dtype=torch.float64)
+                    self.weight = {k: w.to(m.device, m.dtype).view(-1, *[1] * (m.dim() - 1))
+                                   for k, m in self.mu.items()}
+                for k, m in self.mu.items():
+                    m.lerp_(grads[k], self.weight[k])
+        self.out = _amplify(grads, self.mu, self.lamb, self.out)
+        return self.out
 
     def select(self, keep: torch.Tensor) -> None:
         """Keep only the seeds at positions `keep` (after some seeds stopped)."""
         if self.mu is not None:
             self.mu = {k: v[keep] for k, v in self.mu.items()}
+        self.out = self.weight = None
         idx = keep.tolist()
         if isinstance(self.alpha, list):
             self.alpha = [self.alpha[i] for i in idx]
@@ -77,6 +95,8 @@ class MAFilter:
         self.window, self.lamb, self.warmup = window, lamb, warmup
         self.buf: Grads | None = None
         self.total: Grads | None = None
+        self.out: Grads | None = None
+        """the filtered gradients' buffers (`_amplify`)"""
         self.count = 0  # gradients seen
 
     def __call__(self, grads: Grads) -> Grads:
@@ -97,15 +117,15 @@ class MAFilter:
         if self.warmup and n < w:
             return grads
         lambs = per_member(self.lamb, next(iter(grads.values())).shape[0])
-        if len(runs(lambs)) == 1:
-            return {k: g + (lambs[0] / n) * self.total[k] for k, g in grads.items()}
-        return _amplify(grads, self.total, [lam / n for lam in lambs])
+        self.out = _amplify(grads, self.total, [lam / n for lam in lambs], self.out)
+        return self.out
 
     def select(self, keep: torch.Tensor) -> None:
         """Keep only the seeds at positions `keep`."""
         if self.buf is not None and self.total is not None:
             self.buf = {k: v[:, keep] for k, v in self.buf.items()}
             self.total = {k: v[keep] for k, v in self.total.items()}
+        self.out = None
         if isinstance(self.lamb, list):
             self.lamb = [self.lamb[i] for i in keep.tolist()]
 

@@ -50,7 +50,8 @@ def make_executor(spec: Any, run_id: str, session: RaySession | None,  # noqa: A
     """The executor of `spec` (a SweepSpec) in this run: in process without a `session`; a
     search or a joined cluster on Ray Tune (its experiment state under `<sweep dir>/_ray`); a
     grid on an embedded local Ray on the session's warm workers. `pack` (configs per pack, 1:
-    off, None: auto) packs a grid in process and on warm workers; Ray Tune runs unpacked."""
+    off, None: auto) packs a grid in process, on warm workers and on Ray Tune (a Tune trial is
+    one pack); a search runs one config per trial."""
     if session is None:
         from grokray.sweep.local_executor import LocalExecutor
 
@@ -66,4 +67,5 @@ def make_executor(spec: Any, run_id: str, session: RaySession | None,  # noqa: A
     storage = join_uri(spec.sweep_dir, "_ray")
     if "://" not in storage:
         storage = os.path.abspath(storage)
-    return TuneExecutor(session, name=f"{spec.name}-{run_id}", storage_path=storage, **res)
+    return TuneExecutor(session, name=f"{spec.name}-{run_id}", storage_path=storage, **res,
+                        pack=pack)

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError
-from grokray.sweep.batching import pack_groups, pack_size
+from grokray.sweep.batching import (
+    device_bytes,
+    fit_device,
+    free_bytes,
+    pack_groups,
+    pack_limit,
+    pack_size,
+)
 from grokray.sweep.outcome import TrialFn, default_trial_fn, execute, execute_pack
 from grokray.sweep.search import SearchRun
 
@@ -30,12 +37,20 @@ class LocalExecutor:
 
     def run(self, configs: Sequence[TrialConfig], sink: Sink) -> None:
         fn = self.trial_fn or default_trial_fn()
-        size = 1 if self.trial_fn is not None else pack_size(configs, 1, self.pack)
-        for group in pack_groups(configs, size):
-            batch = [configs[i] for i in group]
-            for cfg in batch:
-                sink.started(cfg)
-            outs = execute_pack(batch) if len(batch) > 1 else [execute(batch[0], fn)]
-            for out in outs:
-                out.node_id = "local"
-                sink.finished(out)
+        dev = device_bytes()
+        size = 1 if self.trial_fn is not None else \
+            pack_size(configs, 1, self.pack,
+                      dev is not None and any(c.device != "cpu" for c in configs))
+        limit = (lambda c: pack_limit(c, dev)) if self.pack is None else None  # noqa: E731
+        for group in pack_groups(configs, size, limit):
+            for part in fit_device([configs[i] for i in group], free_bytes(configs[group[0]])):
+                self._run([configs[group[i]] for i in part], fn, sink)
+
+    def _run(self, batch: list[TrialConfig], fn: TrialFn, sink: Sink) -> None:
+        """One pack (or one config) in this process."""
+        for cfg in batch:
+            sink.started(cfg)
+        outs = execute_pack(batch) if len(batch) > 1 else [execute(batch[0], fn)]
+        for out in outs:
+            out.node_id = "local"
+            sink.finished(out)

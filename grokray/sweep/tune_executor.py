@@ -5,7 +5,10 @@ Set up for many short trials: actors are reused between trials, Tune's per-trial
 console reporter are off (`session.TUNE_ENV`), a trial reports once, at its end, with its
 outcomes (pickled) in that report, dropped from Tune's state once the sink has them. Tiny
 configs share one trial (`batching.tiny_batches`): Tune costs about 0.1 s per trial on a 2-core
-machine, more than a tiny trial itself (benchmarks/bench_sweep_overhead.py). Tune does not retry
+machine, more than a tiny trial itself (benchmarks/bench_sweep_overhead.py). With `pack` a
+Tune trial is one pack of configs of one shape (`batching.pack_batches`, as on warm workers),
+trained as one stack in its worker (`batch.run_batch`); each config's outcome still goes to the
+sink once, and a pack whose worker was lost runs again as one-config trials. Tune does not retry
 a trial itself: the trials whose worker was lost go through the retry policy (`retry.Retries`)
 and what it runs again goes into a fresh `Tuner.fit`, on fresh actors (a retry inside the same
 fit can land on a cached actor of the node that just died).
@@ -18,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from grokray.config import TrialConfig
-from grokray.sweep.batching import tiny_batches
+from grokray.sweep.batching import device_bytes, pack_batches, pack_limit, pack_size, tiny_batches
 from grokray.sweep.outcome import TrialFn, isnan, outcome_summary
 from grokray.sweep.retry import Retries
 from grokray.sweep.search import SearchRun, tune_setup, unsafe_key
@@ -33,7 +36,7 @@ class TuneExecutor:
 
     def __init__(self, session: RaySession, *, name: str, storage_path: str, cpu: float = 1.0,
                  gpu: float = 0.0, concurrency: int | None = None, retries: int = 2,
-                 trial_fn: TrialFn | None = None):
+                 trial_fn: TrialFn | None = None, pack: int | None = 1):
         self.session = session
         self.name = name
         """Tune experiment name"""
@@ -43,14 +46,29 @@ class TuneExecutor:
         self.concurrency = concurrency
         self.retries = retries
         self.trial_fn = trial_fn
+        self.pack = pack
+        """configs per pack (1: off; None: auto, `batching.pack_size` and `pack_limit`)"""
 
     def run(self, configs: Sequence[TrialConfig], sink: Sink) -> None:
-        """Run every config (blocking), tiny ones several to a trial; report each to `sink`."""
+        """Run every config (blocking), tiny ones several to a trial, or packs of configs of
+        one shape a trial each (`pack`); report each config to `sink`."""
         if not configs:
             return
         configs = list(configs)
         slots = self.session.slots(self.cpu, self.concurrency)
-        self._rounds([[configs[i] for i in b] for b in tiny_batches(configs, slots)], None, sink)
+        size = 1 if self.trial_fn is not None else pack_size(configs, slots, self.pack,
+                                                               self.gpu > 0)
+        if size <= 1:
+            self._rounds([[configs[i] for i in b] for b in tiny_batches(configs, slots)], None,
+                         sink)
+            return
+        limit = None
+        if self.pack is None:  # auto: no pack where it does not pay, none over the memory
+            dev = device_bytes(self.gpu) if self.gpu > 0 else None
+            limit = lambda c: pack_limit(c, dev)  # noqa: E731
+        batches, packs = pack_batches(configs, slots, size, limit)
+        self._rounds([[configs[i] for i in b] for b in batches], None, sink,
+                     [len(b) if k < packs else 1 for k, b in enumerate(batches)])
 
     def run_search(self, search: SearchRun, sink: Sink) -> None:
         """Sample and run `search.num_samples` configs (blocking), reporting each to `sink`."""
@@ -58,14 +76,16 @@ class TuneExecutor:
             self._rounds([], search, sink)
 
     def _rounds(self, batches: list[list[TrialConfig]], search: SearchRun | None,
-                sink: Sink) -> None:
-        """Fit the search (if any) or the batches, then again what the retry policy reruns."""
+                sink: Sink, packs: list[int] | None = None) -> None:
+        """Fit the search (if any) or the batches (`packs`: configs per pack of each, 1 for a
+        batch run one config after another), then again what the retry policy reruns (one
+        config a trial)."""
         self.session.check_resources(self.cpu, self.gpu)
         self.session.warm.release()  # warm workers of an earlier sweep hold the CPUs Tune needs
         policy = Retries(self.retries)
         while batches or search is not None:
-            lost = self._fit(batches, search, sink)
-            batches, search = [], None
+            lost = self._fit(batches, search, sink, packs or [1] * len(batches))
+            batches, search, packs = [], None, None
             for configs, exc, text in lost:
                 again, failed = policy.lost(configs, exc, text)
                 batches += again
@@ -73,9 +93,10 @@ class TuneExecutor:
                     sink.finished(out)
 
     def _fit(self, batches: Sequence[Sequence[TrialConfig]], search: SearchRun | None,
-             sink: Sink) -> list[tuple[list[TrialConfig], BaseException | None, str]]:
-        """One Tuner.fit over `batches` (or `search`); the trials whose call failed: (configs,
-        Ray's exception, Ray's error text)."""
+             sink: Sink, packs: Sequence[int] = ()
+             ) -> list[tuple[list[TrialConfig], BaseException | None, str]]:
+        """One Tuner.fit over `batches` (or `search`), batch i packed `packs[i]` configs to a
+        pack; the trials whose call failed: (configs, Ray's exception, Ray's error text)."""
         from ray import tune
 
         dicts = [c.to_dict() for b in batches for c in b]
@@ -88,7 +109,7 @@ class TuneExecutor:
         # index (a grid over the config dicts themselves costs Tune O(n^2) deep copies)
         trainable = tune.with_resources(
             tune.with_parameters(_tune_trainable, configs=dicts, trial_fn=self.trial_fn,
-                                 batches=index),
+                                 batches=index, packs=list(packs)),
             {"cpu": self.cpu, "gpu": self.gpu},
         )
         names = dict(trial_dirname_creator=_dirname, trial_name_creator=_dirname,
@@ -144,14 +165,17 @@ def configs_of(params: dict[str, Any], configs: Sequence[dict[str, Any]] = (),
 def _tune_trainable(
     params: dict[str, Any], configs: Sequence[dict[str, Any]] = (),
     trial_fn: TrialFn | None = None, batches: Sequence[Sequence[int]] = (),
+    packs: Sequence[int] = (),
 ) -> None:
-    """The function Tune runs for a trial: its batch (`batch.run_batch`), one final report
-    carrying every outcome and the first one's summary (what a search optimizes)."""
+    """The function Tune runs for a trial: its batch (`batch.run_batch`, packed `packs[batch]`
+    configs to a pack), one final report carrying every outcome and the first one's summary
+    (what a search optimizes)."""
     from ray import tune
 
     from grokray.sweep.batch import run_batch
 
-    outs = run_batch(configs_of(params, configs, batches), trial_fn)
+    pack = packs[params["batch"]] if "batch" in params and packs else 1
+    outs = run_batch(configs_of(params, configs, batches), trial_fn, pack)
     metrics = {k: (v if not isnan(v) else float("nan")) for k, v in
                outcome_summary(outs[0]).items()}
     tune.report({**metrics, "failed": outs[0].error is not None, "payload": pickle.dumps(outs)})

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError
-from grokray.sweep.batching import longest_first, pack_batches, pack_size, tiny_batches
+from grokray.sweep.batching import (
+    device_bytes,
+    longest_first,
+    pack_batches,
+    pack_limit,
+    pack_size,
+    tiny_batches,
+)
 from grokray.sweep.outcome import TrialFn
 from grokray.sweep.retry import Retries, worker_lost
 from grokray.sweep.search import SearchRun
@@ -49,34 +56,49 @@ class WarmExecutor:
         configs = list(configs)
         self.session.check_resources(self.cpu, self.gpu)
         slots = self.session.slots(self.cpu, self.concurrency)
-        self.size = 1 if self.trial_fn is not None else pack_size(configs, slots, self.pack)
-        batches = pack_batches(configs, slots, self.size) if self.size > 1 else \
-            tiny_batches(configs, slots)
-        self.run_batches([[configs[i] for i in batches[b]]
-                          for b in longest_first(configs, batches)], sink)
+        self.size = 1 if self.trial_fn is not None else pack_size(configs, slots, self.pack,
+                                                               self.gpu > 0)
+        packs = 0
+        if self.size > 1:
+            limit = None
+            if self.pack is None:  # auto: no pack where it does not pay, none over the memory
+                dev = device_bytes(self.gpu) if self.gpu > 0 else None
+                limit = lambda c: pack_limit(c, dev)  # noqa: E731
+            batches, packs = pack_batches(configs, slots, self.size, limit)
+        else:
+            batches = tiny_batches(configs, slots)
+        order = longest_first(configs, batches)
+        self.run_batches([[configs[i] for i in batches[b]] for b in order], sink,
+                         [len(batches[b]) if b < packs else 1 for b in order])
 
-    def run_batches(self, batches: Sequence[Sequence[TrialConfig]], sink: Sink) -> None:
-        """Run every batch, in the order given, one per worker at a time; an interrupt or a
-        write error stops the workers (what still runs is dropped)."""
+    def run_batches(self, batches: Sequence[Sequence[TrialConfig]], sink: Sink,
+                    packs: Sequence[int] | None = None) -> None:
+        """Run every batch, in the order given, one per worker at a time (`packs`: for each
+        batch, configs per pack, 1 when it is a batch of configs run one by one); an interrupt
+        or a write error stops the workers (what still runs is dropped)."""
         try:
-            self._run_batches(batches, sink)
+            self._run_batches(batches, sink, packs)
         except BaseException:
             self.session.warm.release()
             raise
 
-    def _run_batches(self, batches: Sequence[Sequence[TrialConfig]], sink: Sink) -> None:
+    def _run_batches(self, batches: Sequence[Sequence[TrialConfig]], sink: Sink,
+                     packs: Sequence[int] | None) -> None:
         import ray
         from ray import exceptions as rx
 
         policy = Retries(self.retries)
         fn_ref = ray.put(self.trial_fn)
-        todo = [list(b) for b in reversed(batches)]  # a stack: pop() takes the next batch
+        sizes = list(packs) if packs is not None else [1] * len(batches)
+        # a stack: pop() takes the next (batch, configs per pack)
+        todo = [(list(b), k) for b, k in reversed(list(zip(batches, sizes, strict=True)))]
         running: dict[Any, tuple[list[TrialConfig], Any]] = {}  # object ref -> (batch, worker)
 
-        def submit(batch: list[TrialConfig], actor: Any) -> None:
+        def submit(item: tuple[list[TrialConfig], int], actor: Any) -> None:
+            batch, size = item
             for cfg in batch:
                 sink.started(cfg)
-            running[actor.run.remote([c.to_dict() for c in batch], fn_ref, self.size)] = \
+            running[actor.run.remote([c.to_dict() for c in batch], fn_ref, size)] = \
                 (batch, actor)
 
         slots = self.session.slots(self.cpu, self.concurrency)
@@ -92,7 +114,7 @@ class WarmExecutor:
                 if worker_lost(exc):  # its process died: a fresh one
                     actor = self.session.warm.replace(actor)
                 again, outs = policy.lost(batch, exc)
-                todo.extend(reversed(again))  # next in line
+                todo.extend((b, 1) for b in reversed(again))  # next in line, one by one
             for out in outs:
                 sink.finished(out)
             if todo:

@@ -108,3 +108,62 @@ def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):
     assert trials.groupby(["config_hash", "seed"]).size().eq(1).all()
     assert (trials["status"] == "grokked").all(), trials[trials["status"] != "grokked"][
         "error"].tolist()
+
+
+def test_tune_packs_a_grid_and_writes_each_config_once(tmp_path, cluster):
+    """On a joined cluster (Ray Tune) `pack` makes a Tune trial one pack: six float64 configs of
+    one shape run as two packs of three (the configs of a pack share its wall time), and each
+    config's outcome equals its trial run alone in this process."""
+    from grokray.config import TrialConfig
+    from grokray.sweep.session import RaySession
+    from grokray.sweep.tune_executor import TuneExecutor
+    from grokray.trial import run_trial
+
+    base = {"group": "S3", "arch": "mlp", "device": "cpu", "dtype": "float64", "steps": 30,
+            "eval_every": 10, "seeds": [0, 1], "model.d": 8, "model.hidden": 16,
+            "metrics.patience": 0}
+    cfgs = [TrialConfig.from_dict({**base, "optim.lr": lr, "optim.weight_decay": wd})
+            for lr in (3e-3, 1e-2, 3e-2) for wd in (0.1, 1.0)]
+    sink = helpers.Recorder()
+    with RaySession() as session:
+        TuneExecutor(session, name="packed", storage_path=str(tmp_path / "ray"), concurrency=2,
+                     retries=1, pack=3).run(cfgs, sink)
+    by = {o.config.config_hash(): o for o in sink.outcomes}
+    assert len(sink.outcomes) == len(by) == 6
+    assert len({round(o.wall_s, 9) for o in sink.outcomes}) == 2  # two packs of three
+    for cfg in cfgs:
+        got, alone = by[cfg.config_hash()].result, run_trial(cfg)
+        assert [(s.status, s.grok_step, s.steps_run) for s in got.seeds] == \
+            [(s.status, s.grok_step, s.steps_run) for s in alone.seeds]
+        pd.testing.assert_frame_equal(got.curves[["train_loss", "val_loss"]],
+                                      alone.curves[["train_loss", "val_loss"]], rtol=1e-10)
+
+
+def test_tune_runs_a_lost_pack_again_one_config_a_trial():
+    """The Tune executor's rounds: a pack whose worker was lost goes to the next Tuner.fit as
+    one-config trials (packs of 1), so one bad config cannot fail the others (no Ray needed:
+    the fit is replaced)."""
+    from grokray.config import TrialConfig
+    from grokray.sweep.tune_executor import TuneExecutor
+
+    class Session:
+        class warm:  # noqa: N801 - the session's WarmWorkers, as the executor uses them
+            @staticmethod
+            def release():
+                pass
+
+        @staticmethod
+        def check_resources(cpu, gpu):
+            pass
+
+    cfgs = [TrialConfig.from_dict({"group": "S3", "optim.lr": lr}) for lr in (1e-3, 2e-3, 3e-3)]
+    fits = []
+
+    def fake_fit(batches, search, sink, packs=()):
+        fits.append(([len(b) for b in batches], list(packs)))
+        return [(list(batches[0]), None, "worker died")] if len(fits) == 1 else []
+
+    ex = TuneExecutor(Session(), name="x", storage_path="/nonexistent", retries=1, pack=3)
+    ex._fit = fake_fit
+    ex._rounds([cfgs], None, helpers.Recorder(), [3])
+    assert fits == [([3], [3]), ([1, 1, 1], [1, 1, 1])]

@@ -49,3 +49,26 @@ def test_filters_are_per_seed_and_select():
     m.select(torch.tensor([2]))
     assert m.total["w"].shape == (1, 4) and m.buf["w"].shape == (3, 1, 4)
     torch.testing.assert_close(m.total["w"], sum(g["w"][2:3] for g in hist[-3:]))
+
+
+def test_ema_with_an_alpha_per_member_equals_each_member_alone_bit_for_bit():
+    """A pack's EMA filter (one alpha and lamb per member: one lerp per tensor with a weight
+    per member, the output in buffers reused each step) gives each member exactly what its
+    own filter gives, float32 and float64."""
+    for dtype in (torch.float32, torch.float64):
+        alphas, lambs = [0.9, 0.9, 0.98, 0.8], [2.0, 2.0, 1.0, 2.0]
+        pack = EMAFilter(list(alphas), list(lambs))
+        alone = [EMAFilter(a, lam) for a, lam in zip(alphas, lambs, strict=True)]
+        for g in _grads(8, S=4):
+            g = {k: v.to(dtype) for k, v in g.items()}
+            out = {k: v.clone() for k, v in pack(g).items()}
+            for i, f in enumerate(alone):
+                one = f({k: v[i:i + 1] for k, v in g.items()})
+                for k in g:
+                    assert torch.equal(out[k][i:i + 1], one[k])
+        pack.select(torch.tensor([0, 3]))
+        g = {k: v.to(dtype)[[0, 3]] for k, v in _grads(1, S=4, seed=9)[0].items()}
+        out = pack(g)
+        for i, f in zip((0, 1), (alone[0], alone[3]), strict=True):
+            one = f({k: v[i:i + 1] for k, v in g.items()})
+            assert all(torch.equal(out[k][i:i + 1], one[k]) for k in g)
