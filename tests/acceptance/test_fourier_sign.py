@@ -9,7 +9,8 @@ hold, not the paper's direction (which the CPU setting does not reproduce; see t
 - both arms grok every seed within the budget;
 - metric_eff_modes is finite and >= 1 for every seed, and top_mode is a frequency of Z97;
 - the paired sign test on metric_eff_modes is computed and rendered.
-About 1.5 min on an idle 2-core CPU (3 min measured with the machine busy).
+On Z31 (before issue 26) about 1.5 min on an idle 2-core CPU (3 min measured with the machine
+busy); not timed on Z97, where the cost model puts the spec's full budget at 4.5x Z31's.
 """
 
 import math
