@@ -136,7 +136,13 @@ class TuneExecutor:
                 checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=False),
             ),
         )
-        tuner.fit()
+        try:
+            tuner.fit()
+        except Exception:
+            if collector.failure is None:
+                raise
+        if collector.failure is not None:  # the writer's error (a full disk), not Tune's wrap
+            raise collector.failure
         return collector.lost
 
 
@@ -205,13 +211,17 @@ def _collector_class() -> type:
             self.configs, self.batches = configs, batches
             self.lost: list[tuple[list[TrialConfig], BaseException | None, str]] = []
             """trials whose call failed (worker or node lost, or never set up)"""
+            self.failure: BaseException | None = None
+            """what the sink raised (e.g. DiskFullError): Tune wraps an error raised in a
+            callback in a TuneError, or not, as its controller's timing has it; `_fit` raises
+            this one"""
 
         def __getstate__(self) -> dict:  # Tune pickles its run config: leave the sink out
             return {"reported": set(self.reported)}
 
         def __setstate__(self, state: dict) -> None:
             self.reported, self.sink, self.configs = state["reported"], None, ()
-            self.batches, self.lost = (), []
+            self.batches, self.lost, self.failure = (), [], None
 
         def _configs(self, trial: Any) -> list[TrialConfig]:
             return configs_of(trial.config, self.configs, self.batches)
@@ -226,8 +236,12 @@ def _collector_class() -> type:
             if payload is None or trial.trial_id in self.reported or self.sink is None:
                 return
             self.reported.add(trial.trial_id)
-            for out in pickle.loads(payload):
-                self.sink.finished(out)
+            try:
+                for out in pickle.loads(payload):
+                    self.sink.finished(out)
+            except Exception as exc:
+                self.failure = self.failure or exc
+                raise
 
         def on_trial_error(self, iteration, trials, trial, **info):  # noqa: ANN001
             if trial.trial_id in self.reported or self.sink is None:
