@@ -74,9 +74,8 @@ def pack_summary(plan, pack: int | None, n_cpus: int | None) -> dict:  # noqa: A
     from grokray.sweep.batching import (
         GPU_PACK_MEMBERS,
         PACK_MEMBERS,
-        device_bytes,
+        auto_limit,
         pack_groups,
-        pack_limit,
         pack_size,
     )
     from grokray.sweep.pack_count import counted_pack_sizes
@@ -85,18 +84,17 @@ def pack_summary(plan, pack: int | None, n_cpus: int | None) -> dict:  # noqa: A
     slots = max(1, int((n_cpus or os.cpu_count() or 1) // (spec.cpu or 1)))
     if spec.search is not None:
         return {"pack": "off (a search runs one config per trial)"}
-    dev = device_bytes(spec.gpu) if spec.gpu > 0 else None
+    limit = auto_limit(spec.gpu) if pack is None else None
     if not plan.counted:
         size = pack_size(plan.todo, slots, pack, spec.gpu > 0)
-        limit = (lambda c: pack_limit(c, dev)) if pack is None else None  # noqa: E731
         sizes = [len(g) for g in pack_groups(plan.todo, size, limit)]
     else:  # sized by the base config's shape (an axis of shapes is not packed by this count)
         n, seeds = plan.n_trials, len(spec.seeds)
         cap = GPU_PACK_MEMBERS if spec.gpu > 0 else PACK_MEMBERS
         size = pack if pack is not None else \
             max(1, min(math.ceil(n / slots), cap // max(1, seeds)))
-        if pack is None:
-            size = max(1, min(size, pack_limit(spec.base, dev)))
+        if limit is not None:
+            size = max(1, min(size, limit(spec.base)))
         sizes = counted_pack_sizes(spec, size)
     return {"pack": "auto" if pack is None else pack, "pack_size": size,
             "packs": sum(k > 1 for k in sizes), "packed_configs": sum(k for k in sizes if k > 1),

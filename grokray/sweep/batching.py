@@ -209,6 +209,27 @@ def pack_batches(configs: Sequence[TrialConfig], slots: int, size: int,
     return packs + [[alone[j] for j in b] for b in rest], len(packs)
 
 
+def auto_limit(gpu: float) -> Callable[[TrialConfig], int]:
+    """`--pack auto`'s bound per shape (`pack_limit`) for trials that hold `gpu` of a device
+    each (0: none, the CPU rule)."""
+    dev = device_bytes(gpu) if gpu > 0 else None
+    return lambda c: pack_limit(c, dev)
+
+
+def worker_calls(configs: Sequence[TrialConfig], slots: int, pack: int | None, gpu: float,
+                 packable: bool = True) -> tuple[list[list[int]], list[int]]:
+    """A grid's worker calls (batches of indices into `configs`) and, for each, its configs
+    per pack (1: a batch run one config after another). `pack`: `--pack` (1 off, None auto,
+    sized by `pack_size` and bounded per shape by `auto_limit`); `packable` False (a trial
+    function of one's own): never packed, tiny configs batched (`tiny_batches`)."""
+    size = pack_size(configs, slots, pack, gpu > 0) if packable else 1
+    if size <= 1:
+        batches = tiny_batches(configs, slots)
+        return batches, [1] * len(batches)
+    batches, packs = pack_batches(configs, slots, size, auto_limit(gpu) if pack is None else None)
+    return batches, [len(b) if k < packs else 1 for k, b in enumerate(batches)]
+
+
 def longest_first(configs: Sequence[TrialConfig], batches: Sequence[Sequence[int]]
                   ) -> list[int]:
     """Batch indices by estimated work (`pair_steps`), largest first (grid order among equals):

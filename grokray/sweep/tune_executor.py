@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from grokray.config import TrialConfig
-from grokray.sweep.batching import device_bytes, pack_batches, pack_limit, pack_size, tiny_batches
+from grokray.sweep.batching import worker_calls
 from grokray.sweep.outcome import TrialFn, isnan, outcome_summary
 from grokray.sweep.retry import Retries
 from grokray.sweep.search import SearchRun, tune_setup, unsafe_key
@@ -55,20 +55,9 @@ class TuneExecutor:
         if not configs:
             return
         configs = list(configs)
-        slots = self.session.slots(self.cpu, self.concurrency)
-        size = 1 if self.trial_fn is not None else pack_size(configs, slots, self.pack,
-                                                               self.gpu > 0)
-        if size <= 1:
-            self._rounds([[configs[i] for i in b] for b in tiny_batches(configs, slots)], None,
-                         sink)
-            return
-        limit = None
-        if self.pack is None:  # auto: no pack where it does not pay, none over the memory
-            dev = device_bytes(self.gpu) if self.gpu > 0 else None
-            limit = lambda c: pack_limit(c, dev)  # noqa: E731
-        batches, packs = pack_batches(configs, slots, size, limit)
-        self._rounds([[configs[i] for i in b] for b in batches], None, sink,
-                     [len(b) if k < packs else 1 for k, b in enumerate(batches)])
+        batches, packs = worker_calls(configs, self.session.slots(self.cpu, self.concurrency),
+                                      self.pack, self.gpu, packable=self.trial_fn is None)
+        self._rounds([[configs[i] for i in b] for b in batches], None, sink, packs)
 
     def run_search(self, search: SearchRun, sink: Sink) -> None:
         """Sample and run `search.num_samples` configs (blocking), reporting each to `sink`."""

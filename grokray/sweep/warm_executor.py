@@ -14,14 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError
-from grokray.sweep.batching import (
-    device_bytes,
-    longest_first,
-    pack_batches,
-    pack_limit,
-    pack_size,
-    tiny_batches,
-)
+from grokray.sweep.batching import longest_first, worker_calls
 from grokray.sweep.outcome import TrialFn
 from grokray.sweep.retry import Retries, worker_lost
 from grokray.sweep.search import SearchRun
@@ -40,7 +33,6 @@ class WarmExecutor:
         self.session = session
         self.pack = pack
         """configs per pack (1: off; None: auto, `batching.pack_size`)"""
-        self.size = 1
         self.cpu, self.gpu = cpu, gpu
         self.concurrency = concurrency
         self.retries = retries
@@ -55,21 +47,11 @@ class WarmExecutor:
             return
         configs = list(configs)
         self.session.check_resources(self.cpu, self.gpu)
-        slots = self.session.slots(self.cpu, self.concurrency)
-        self.size = 1 if self.trial_fn is not None else pack_size(configs, slots, self.pack,
-                                                               self.gpu > 0)
-        packs = 0
-        if self.size > 1:
-            limit = None
-            if self.pack is None:  # auto: no pack where it does not pay, none over the memory
-                dev = device_bytes(self.gpu) if self.gpu > 0 else None
-                limit = lambda c: pack_limit(c, dev)  # noqa: E731
-            batches, packs = pack_batches(configs, slots, self.size, limit)
-        else:
-            batches = tiny_batches(configs, slots)
+        batches, packs = worker_calls(configs, self.session.slots(self.cpu, self.concurrency),
+                                      self.pack, self.gpu, packable=self.trial_fn is None)
         order = longest_first(configs, batches)
         self.run_batches([[configs[i] for i in batches[b]] for b in order], sink,
-                         [len(batches[b]) if b < packs else 1 for b in order])
+                         [packs[b] for b in order])
 
     def run_batches(self, batches: Sequence[Sequence[TrialConfig]], sink: Sink,
                     packs: Sequence[int] | None = None) -> None:
