@@ -150,6 +150,16 @@ class MemberFilters:
             s0 += n
         return {k: torch.cat([o[k] for o in outs]) for k in grads}
 
+    def locate(self, i: int) -> tuple[Filter | None, int, slice]:
+        """The filter member i (stack position) runs through, its position there, and the
+        stack positions that filter holds."""
+        s0 = 0
+        for filt, n in self.parts:
+            if i < s0 + n:
+                return filt, i - s0, slice(s0, s0 + n)
+            s0 += n
+        raise IndexError(f"member {i} is not in the filters' {s0} members")
+
     def select(self, keep: torch.Tensor) -> None:
         """Keep only the members at positions `keep`; a run with none left goes."""
         idx, parts, s0 = keep.tolist(), [], 0

@@ -26,19 +26,13 @@ def _np(t: torch.Tensor) -> np.ndarray:
 Filt = EMAFilter | MAFilter | MemberFilters | None
 
 
-def _member_filter(filt: Filt, i: int, n_all: int = 0
-                   ) -> tuple[EMAFilter | MAFilter | None, int, slice]:
-    """The filter that member i (stack position) runs through, its position there, and the
-    stack positions that filter holds: a pack whose members differ in filter kind holds one
-    filter per run of members (MemberFilters)."""
-    if not isinstance(filt, MemberFilters):
-        return filt, i, slice(0, n_all or None)
-    s0 = 0
-    for part, n in filt.parts:
-        if i < s0 + n:
-            return part, i - s0, slice(s0, s0 + n)  # type: ignore[return-value]
-        s0 += n
-    raise IndexError(f"member {i} is not in the filter's {s0} members")
+def _member_filter(filt: Filt, i: int) -> tuple[EMAFilter | MAFilter | None, int, slice]:
+    """The filter member i (stack position) runs through, its position there, and the stack
+    positions that filter holds: a pack whose members differ in filter kind holds one filter
+    per run of members (MemberFilters.locate)."""
+    if isinstance(filt, MemberFilters):
+        return filt.locate(i)
+    return filt, i, slice(None)
 
 
 def member_state(opt: SeedAdamW | SeedSGD, filt: Filt, i: int) -> Arrays:
