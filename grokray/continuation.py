@@ -232,6 +232,8 @@ class Resumed:
 
 def load(cfg: TrialConfig) -> Resumed:
     """Read what the seeds of `cfg` continue from (`cfg.resume`)."""
+    from grokray.snapshots import to_tensor
+
     r = cfg.resume
     assert r.config_hash is not None and r.out is not None
     loc = files.Location.of(r.out)
@@ -260,7 +262,7 @@ def load(cfg: TrialConfig) -> Resumed:
             continue
         before = sn[sn["step"] < r.step] if len(sn) else sn
         end = sn[(sn["step"] == r.step) & sn["tags"].str.contains("end")] if len(sn) else sn
-        tensors = {str(x["tensor"]): _array(x) for _, x in end.iterrows()}
+        tensors = {str(x["tensor"]): to_tensor(x) for _, x in end.iterrows()}
         state = {k[len(STATE):]: v for k, v in tensors.items() if k.startswith(STATE)}
         if "opt.t" not in state:
             raise GrokrayError(f"cannot continue {cfg.config_hash()} seed {s}: no training state"
@@ -287,10 +289,6 @@ def _rows(c: pd.DataFrame) -> list[dict[str, Any]]:
 
 def _absent(v: Any) -> bool:
     return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-
-
-def _array(x: Any) -> np.ndarray:
-    return np.array(x["values"], dtype=x["dtype"]).reshape([int(n) for n in x["shape"]])
 
 
 def _records(sn: pd.DataFrame) -> list[dict[str, Any]]:

@@ -68,6 +68,13 @@ class Location:
         sel = pafs.FileSelector(self.join(sub), allow_not_found=True)
         return [i for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.File]
 
+    def subdirs(self, sub: str = "") -> list[str]:
+        """Names of the directories directly under `sub` (none hidden), sorted; empty when it
+        does not exist."""
+        sel = pafs.FileSelector(self.join(sub) if sub else self.path, allow_not_found=True)
+        return sorted(i.base_name for i in self.fs.get_file_info(sel)
+                      if i.type == pafs.FileType.Directory and not i.base_name.startswith("."))
+
     def exists(self, *parts: str) -> bool:
         """Does this file or directory exist?"""
         return self.fs.get_file_info(self.join(*parts)).type != pafs.FileType.NotFound
@@ -77,10 +84,12 @@ class Location:
         return self.fs.get_file_info(self.join(*parts)).type == pafs.FileType.Directory
 
     def read_table(self, path: str, columns: list[str] | None = None) -> pd.DataFrame:
-        """Read one Parquet file (only `columns` that it has, when given)."""
+        """Read one Parquet file (only `columns` that it has, when given; the Arrow schema's
+        names, so that a list column such as a snapshot's `values` is one of them)."""
         with self.fs.open_input_file(path) as f:
             pf = pq.ParquetFile(f)
-            cols = None if columns is None else [c for c in columns if c in pf.schema.names]
+            names = pf.schema_arrow.names
+            cols = None if columns is None else [c for c in columns if c in names]
             return pf.read(columns=cols).to_pandas()
 
     def move_aside(self, path: str, sub: str = QUARANTINE) -> str:
@@ -259,9 +268,7 @@ def recomputed_metrics(out_dir: str | os.PathLike | Location) -> list[str]:
     from grokray.schema import RECOMPUTED
 
     loc = out_dir if isinstance(out_dir, Location) else Location.of(out_dir)
-    sel = pafs.FileSelector(loc.join(RECOMPUTED), allow_not_found=True)
-    return sorted(i.base_name for i in loc.fs.get_file_info(sel)
-                  if i.type == pafs.FileType.Directory and not i.base_name.startswith("."))
+    return loc.subdirs(RECOMPUTED)
 
 
 def read_recomputed(out_dir: str | os.PathLike | Location, *,
@@ -296,7 +303,10 @@ def current_recomputed(tables: dict[str, pd.DataFrame], trials: pd.DataFrame
     disk, one row per (config_hash, seed, step) (the newest recompute run's)."""
     out: dict[str, pd.DataFrame] = {}
     key = ["config_hash", "seed", "run_id"]
-    runs = trials[key].drop_duplicates() if set(key) <= set(trials.columns) else None
+    runs = None
+    if set(key) <= set(trials.columns):
+        runs = trials[key].drop_duplicates()
+        runs = runs.assign(seed=pd.to_numeric(runs["seed"]).astype("int64"))
     for metric, df in tables.items():
         if df.empty:
             continue
@@ -304,9 +314,7 @@ def current_recomputed(tables: dict[str, pd.DataFrame], trials: pd.DataFrame
         df["seed"] = pd.to_numeric(df["seed"]).astype("int64")
         df["step"] = pd.to_numeric(df["step"]).astype("int64")
         if runs is not None:
-            r = runs.copy()
-            r["seed"] = pd.to_numeric(r["seed"]).astype("int64")
-            df = df.merge(r, on=key, how="inner")
+            df = df.merge(runs, on=key, how="inner")
         if df.empty:
             continue
         df = df[df["metric_version"] == df["metric_version"].max()]
@@ -330,7 +338,7 @@ def merge_recomputed(curves: pd.DataFrame, current: dict[str, pd.DataFrame]) -> 
     out["seed"] = pd.to_numeric(out["seed"]).astype("int64")
     out["step"] = pd.to_numeric(out["step"]).astype("int64")
     for df in current.values():
-        vals = [c for c in recomputed_values(df)]
+        vals = recomputed_values(df)
         if not vals:
             continue
         right = df[key + vals].rename(columns={c: f"{c}\0rec" for c in vals})

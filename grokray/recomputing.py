@@ -125,11 +125,7 @@ def sweep_dirs(out: str) -> list[str]:
                                "a dir of sweep dirs")
         if loc.is_dir(TRIALS):
             return [out]
-        import pyarrow.fs as pafs
-
-        sel = pafs.FileSelector(loc.path, allow_not_found=True)
-        subs = sorted(i.base_name for i in loc.fs.get_file_info(sel)
-                      if i.type == pafs.FileType.Directory and not i.base_name.startswith("."))
+        subs = loc.subdirs()
     except (OSError, ValueError) as exc:
         raise GrokrayError(f"cannot open {out}: {' '.join(str(exc).split())[:200]}") from None
     found = [files.join_uri(out, s) for s in subs if loc.is_dir(s, TRIALS)]
@@ -263,14 +259,12 @@ class Snapshot:
         """[N, n_out] logits of every task pair (chunked as the trainer evaluates)."""
         import torch
 
-        from grokray.trainer import CHUNK_SEEDS, CPU_CHUNK_BUDGET, LOGIT_BUDGET
+        from grokray.trainer import LOGIT_BUDGET, chunk_pairs
 
         m, task = self.model, self.task
         if m is None:
             raise GrokrayError(f"arch {self.config.arch} has no model to take logits of")
-        n = task.n_out
-        chunk = max(1, min(LOGIT_BUDGET // (CHUNK_SEEDS * n),
-                           CPU_CHUNK_BUDGET // (CHUNK_SEEDS * (n + m.pair_floats))))
+        chunk = chunk_pairs(LOGIT_BUDGET, task.n_out, 1, m.pair_floats)
         with torch.no_grad():
             parts = [m.logits(task.a[i:i + chunk], task.b[i:i + chunk])[0]
                      for i in range(0, len(task), chunk)]
@@ -283,15 +277,12 @@ class Snapshot:
         the task has at most metrics.eval_max_pairs pairs), the model's views, the train
         pairs."""
         from grokray.metrics.mechanism import MetricInputs
+        from grokray.trainer import pred_table
 
         m, task = self.model, self.task
-        n = task.n_in
         table = None
-        if len(task) <= self.config.metrics.eval_max_pairs and len(task) == n * n:
-            pred = self.logits.argmax(-1)
-            table = pred.new_empty(n * n)
-            table[task.a * n + task.b] = pred
-            table = table.view(1, n, n)
+        if len(task) <= self.config.metrics.eval_max_pairs:
+            table = pred_table(task, self.logits.argmax(-1)[None])
         tr = self.train
         return MetricInputs(group=task.group, E=m.embedding(), pred_table=table,
                             hooks=m.hooks(), pairs=(task.a[tr][None], task.b[tr][None]),
@@ -543,14 +534,6 @@ def _value(metric: str, col: str, v: Any) -> float:
                            "one number per name") from None
 
 
-def _read_columns(loc: files.Location, path: str, columns: list[str]) -> pd.DataFrame:
-    """One Parquet file's `columns` (list columns included)."""
-    import pyarrow.parquet as pq
-
-    with loc.fs.open_input_file(path) as f:
-        return pq.ParquetFile(f).read(columns=columns).to_pandas()
-
-
 def _run_job(job: _Job, metrics: list[Any], recompute_id: str, progress: _Progress,
              tasks: dict) -> dict[str, list[dict[str, Any]]]:
     """Compute `job`; returns the rows by metric. Interrupted (KeyboardInterrupt, or a metric
@@ -561,7 +544,7 @@ def _run_job(job: _Job, metrics: list[Any], recompute_id: str, progress: _Progre
     cfg = TrialConfig.from_dict(json.loads(job.config_json))
     loc = files.Location.of(job.sweep_dir)
     want = [c for c in SNAPSHOT_COLUMNS if c not in ("schema_version", "sweep", "shape")]
-    frames = [_read_columns(loc, loc.join(SNAPSHOTS, f), [*want, "shape"]) for f in job.files]
+    frames = [loc.read_table(loc.join(SNAPSHOTS, f), [*want, "shape"]) for f in job.files]
     snaps = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=want)
     snaps = snaps[snaps["config_hash"] == job.config_hash]
     rows: dict[str, list[dict[str, Any]]] = {m.name: [] for m in metrics}

@@ -277,15 +277,8 @@ class _Trial:
         return lam
 
     def _chunk(self, budget: int, S: int, pair_floats: int = 0) -> int:
-        """Pairs per chunk so that one logits tensor [S, chunk, n_out] holds <= budget elements;
-        on CPU also the logits and `pair_floats` more per pair and seed <= CPU_CHUNK_BUDGET
-        (cache-sized working sets), both over CHUNK_SEEDS seeds whatever S: a seed's chunks
-        are those of its trial alone."""
-        n = self.task.n_out
-        if self.device.type == "cpu":
-            return max(1, min(budget // (CHUNK_SEEDS * n),
-                              CPU_CHUNK_BUDGET // (CHUNK_SEEDS * (n + pair_floats))))
-        return max(1, budget // max(1, S * n))
+        """Pairs per chunk of this trial's task on its device (`chunk_pairs`)."""
+        return chunk_pairs(budget, self.task.n_out, S, pair_floats, self.device.type == "cpu")
 
     def _y(self, idx: torch.Tensor) -> torch.Tensor:
         """The answers of task indices idx [S, m] (each active member its own table)."""
@@ -410,12 +403,7 @@ class _Trial:
         if not names:
             return {}
         task = self.task
-        n = task.n_in
-        table = None
-        if pred is not None and len(task) == n * n:
-            table = torch.empty_like(pred)
-            table[:, task.a * n + task.b] = pred
-            table = table.view(-1, n, n)
+        table = pred_table(task, pred) if pred is not None else None
         inputs = MetricInputs(group=task.group, E=self.model.embedding(), pred_table=table,
                               hooks=self.model.hooks(), pairs=(self.a_tr, self.b_tr),
                               n_seeds=len(self.active))
@@ -555,3 +543,26 @@ def _subsample(idx: torch.Tensor, m: int, seed: int, stream: int) -> torch.Tenso
     if len(idx) <= m:
         return idx
     return idx[torch.randperm(len(idx), generator=seed_generator(seed, stream))[:m]]
+
+
+def chunk_pairs(budget: int, n_out: int, S: int, pair_floats: int = 0, cpu: bool = True
+                ) -> int:
+    """Pairs per chunk so that one logits tensor [S, chunk, n_out] holds <= budget elements;
+    on CPU also the logits and `pair_floats` more per pair and seed <= CPU_CHUNK_BUDGET
+    (cache-sized working sets), both over CHUNK_SEEDS seeds whatever S: a seed's chunks are
+    those of its trial alone (and of `grokray recompute`'s one-seed model)."""
+    if cpu:
+        return max(1, min(budget // (CHUNK_SEEDS * n_out),
+                          CPU_CHUNK_BUDGET // (CHUNK_SEEDS * (n_out + pair_floats))))
+    return max(1, budget // max(1, S * n_out))
+
+
+def pred_table(task, pred: torch.Tensor) -> torch.Tensor | None:  # noqa: ANN001 - Task
+    """The predicted table [S, n, n] from predictions [S, N] over every task pair (None when
+    the task's pairs are not every (a, b) of its n elements)."""
+    n = task.n_in
+    if len(task) != n * n:
+        return None
+    table = torch.empty_like(pred)
+    table[:, task.a * n + task.b] = pred
+    return table.view(-1, n, n)
