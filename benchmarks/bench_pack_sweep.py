@@ -58,8 +58,8 @@ def run_sweep(spec: str, out: str, pack: str, cpus: int) -> dict:
 
     from grokray.sweep import store
 
-    cmd = [os.path.join(os.path.dirname(sys.executable), "grokray"), "sweep", spec, "--out", out, "--plain",
-           "--no-summary", "--num-cpus", str(cpus), "--pack", pack]
+    cmd = [os.path.join(os.path.dirname(sys.executable), "grokray"), "sweep", spec, "--out", out,
+           "--plain", "--no-summary", "--num-cpus", str(cpus), "--pack", pack]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
@@ -115,11 +115,12 @@ def main() -> None:
                        "same": same, "n": len(ref["rows"]), "grokked": grokked,
                        "failed": r["failed"]}
                 report.append(rec)
+                failed = f", {r['failed']} failed" if r["failed"] else ""
                 print(f"{arch:5} {group:5} {steps:5} {m:>5} {rec['seed_steps']:>11,} "
                       f"{rec['wall_s']:>7.1f} {rec['trial_cpu_s']:>12.1f} "
                       f"{rec['rate_wall']:>13,.0f} {rec['rate_cpu']:>12,.0f} "
                       f"{rec['x_wall']:>6.2f}x {rec['x_cpu']:>5.2f}x  {same}/{rec['n']} "
-                      f"({grokked} grokked{', %d failed' % r['failed'] if r['failed'] else ''})",
+                      f"({grokked} grokked{failed})",
                       flush=True)
     print(f"load average at end: {os.getloadavg()}", flush=True)
     if args.json:
