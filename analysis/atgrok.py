@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.errors import AnalysisError
-from analysis.load import require_columns
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.load import require_columns
 
 __all__ = ["PointCell", "MetricPoints", "metric_points", "run_points"]
 

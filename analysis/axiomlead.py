@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.errors import AnalysisError
-from analysis.load import require_columns
 from grokray.schema import AXIOM_COLUMNS
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.load import require_columns
 
 __all__ = ["LeadCell", "AxiomLeads", "emergence", "axiom_leads"]
 

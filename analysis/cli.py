@@ -148,15 +148,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _compute(args: argparse.Namespace):
-    from analysis.load import load, parse_where, select
+    from grokray_analysis.load import load, parse_where, select
 
     sweep = load(args.paths)
     where = parse_where(args.where)
     trials = select(sweep.trials, where)
     a = args.analysis
     if a == "scaling":
-        from analysis.powerlaw import scaling
-        from analysis.tables import scaling_tables
+        from grokray_analysis.powerlaw import scaling
+        from grokray_analysis.tables import scaling_tables
 
         methods = ("aft", "ols") if args.method == "both" else (args.method,)
         res = scaling(trials, arms=args.arms, by=args.by, methods=methods,
@@ -164,25 +164,25 @@ def _compute(args: argparse.Namespace):
                       compare=tuple(args.compare) if args.compare else None)
         return res, scaling_tables(res)
     if a == "signtest":
-        from analysis.signtest import sign_test
+        from grokray_analysis.signtest import sign_test
 
         res = sign_test(trials, args.metric, *args.arms, alternative=args.alternative,
                         pair_by=tuple(args.pair_by) if args.pair_by else None)
     elif a == "speedup":
-        from analysis.speedup import speedup_table
-        from analysis.tables import speedup_tables
+        from grokray_analysis.speedup import speedup_table
+        from grokray_analysis.tables import speedup_tables
 
         res = speedup_table(trials, args.baseline, arms=args.arms, by=args.by)
         return res, speedup_tables(res, wide=not args.long and args.format in ("md", "tex"))
     elif a == "phase":
-        from analysis.phase import phase_diagrams
+        from grokray_analysis.phase import phase_diagrams
 
         res = phase_diagrams(trials, arms=args.arms, pool=args.pool_arms,
                              rank_col=args.rank_col, d_col=args.d_col)
         if args.cprank:
-            from analysis.cpcompare import cp_compare, load_cprank
-            from analysis.errors import AnalysisError
-            from analysis.tables import tables_of
+            from grokray_analysis.cpcompare import cp_compare, load_cprank
+            from grokray_analysis.errors import AnalysisError
+            from grokray_analysis.tables import tables_of
 
             groups = sorted(set(trials["group"].astype(str))) if "group" in trials else []
             if len(groups) != 1:
@@ -192,31 +192,36 @@ def _compute(args: argparse.Namespace):
             cmps = [t for ph in res.diagrams for t in tables_of(cp_compare(ph, cp, groups[0]))]
             return res, tables_of(res) + cmps
     elif a == "drift":
-        from analysis.drift import drift_table
+        from grokray_analysis.drift import drift_table
 
         res = drift_table(trials, baseline=args.baseline)
     elif a in ("atgrok", "axioms"):
-        from analysis.curves import select_curves
+        from grokray_analysis.curves import select_curves
 
         C = select_curves(sweep.curves, trials, where)
         if a == "atgrok":
-            from analysis.atgrok import metric_points
+            from grokray_analysis.atgrok import metric_points
 
             res = metric_points(trials, C, list(args.metric), by=args.by)
         else:
-            from analysis.axiomlead import axiom_leads
+            from grokray_analysis.axiomlead import axiom_leads
 
             res = axiom_leads(trials, C, axioms=list(args.axiom), rel=args.rel,
                               absolute=args.absolute, held=args.held, by=args.by)
     elif a == "curves":
-        from analysis.curves import curve_bands, default_metrics, expand_metrics, select_curves
+        from grokray_analysis.curves import (
+            curve_bands,
+            default_metrics,
+            expand_metrics,
+            select_curves,
+        )
 
         C = select_curves(sweep.curves, trials, where)
         metrics = expand_metrics(args.metric, C) if args.metric else default_metrics(C)
         res = curve_bands(C, metric=metrics, arms=args.arms, threshold=args.threshold)
     else:  # pragma: no cover - argparse restricts the choices
         raise ValueError(a)
-    from analysis.tables import tables_of
+    from grokray_analysis.tables import tables_of
 
     return res, tables_of(res)
 
@@ -229,21 +234,21 @@ def main(args: argparse.Namespace) -> int:
         from pathlib import Path
 
         if args.html:
-            from analysis.htmlreport import build_html_report as build_report
+            from grokray_analysis.htmlreport import build_html_report as build_report
         else:
-            from analysis.report import build_report
+            from grokray_analysis.report import build_report
 
         name = "report.html" if args.html else "report.md"
         out = args.output or Path(args.paths[0]) / "report" / name
         path = build_report(args.paths, out, n_boot=args.bootstrap, seed=args.seed)
         print(f"wrote {path}")
         return 0
-    from analysis.tables import render
+    from grokray_analysis.tables import render
 
     res, tables = _compute(args)
     sys.stdout.write(render(tables, args.format))
     if getattr(args, "plot", None):
-        from analysis.plots import plot
+        from grokray_analysis.plots import plot
 
         path = plot(res, args.plot)
         print(f"wrote {path}", file=sys.stderr)
@@ -253,9 +258,9 @@ def main(args: argparse.Namespace) -> int:
 def _ledger(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from analysis.errors import AnalysisError
-    from analysis.ledger import ledger, ledger_table, write_ledger
-    from analysis.tables import render
+    from grokray_analysis.errors import AnalysisError
+    from grokray_analysis.ledger import ledger, ledger_table, write_ledger
+    from grokray_analysis.tables import render
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.errors import AnalysisError
-from analysis.phase import PhaseDiagram
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.phase import PhaseDiagram
 
 NEEDED = ("group", "order", "num_classes", "lower_bound", "wedderburn_bound", "trivial_bound",
           "field", "best_rank", "tol")

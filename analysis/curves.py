@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.errors import AnalysisError
-from analysis.load import require_arms, require_columns
 from grokray.schema import WEIGHT_NORM, WEIGHT_NORM_PREFIX
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.load import require_arms, require_columns
 
 
 def is_accuracy(metric: str) -> bool:

@@ -1,7 +1,9 @@
 """`grokray analyze report DIR --html`: the report as one self-contained HTML file.
 
-The same analyses as the Markdown report (`analysis.report.report_items`, the paper numbers),
-drawn as interactive Plotly figures (`analysis.dashboard.figures`) with plotly.min.js inlined
+The same analyses as the Markdown report (`grokray_analysis.report.report_items`, the paper
+numbers),
+drawn as interactive Plotly figures (`grokray_analysis.dashboard.figures`) with plotly.min.js
+inlined
 from the installed `plotly` package: the file makes no request of its own and can be mailed.
 """
 
@@ -12,10 +14,10 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from analysis.dashboard.analyses import analysis_views
-from analysis.dashboard.figures import figure_of, plotly_js, table_html
-from analysis.load import Sweep, load
-from analysis.report import sweep_summary
+from grokray_analysis.dashboard.analyses import analysis_views
+from grokray_analysis.dashboard.figures import figure_of, plotly_js, table_html
+from grokray_analysis.load import Sweep, load
+from grokray_analysis.report import sweep_summary
 
 
 def _script_json(value: object) -> str:
@@ -24,14 +26,14 @@ def _script_json(value: object) -> str:
 
 
 def _sweep_html(sweep: Sweep, n_boot: int, seed: int, figures: list[dict]) -> str:
-    from analysis.curves import curve_bands, default_metrics
+    from grokray_analysis.curves import curve_bands, default_metrics
 
     parts = [f"<h2>Sweep <code>{html.escape(sweep.name)}</code></h2>",
              f"<p>{html.escape(sweep_summary(sweep))}</p>"]
     items = []
     if not sweep.curves.empty:
         res = curve_bands(sweep.curves, metric=default_metrics(sweep.curves))
-        from analysis.tables import tables_of
+        from grokray_analysis.tables import tables_of
 
         items.append({"title": "Curves", "skipped": "",
                       "html": "".join(table_html(t) for t in tables_of(res)),
@@ -57,7 +59,7 @@ def build_html_report(paths: list[str | Path], output: str | Path, *, n_boot: in
     sweeps = [load(p) for p in paths]
     figures: list[dict] = []
     body = "\n".join(_sweep_html(s, n_boot, seed, figures) for s in sweeps)
-    css = resources.files("analysis.dashboard").joinpath("static", "app.css").read_text()
+    css = resources.files("grokray_analysis.dashboard").joinpath("static", "app.css").read_text()
     names = ", ".join(s.name for s in sweeps)
     doc = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

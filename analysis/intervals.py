@@ -8,7 +8,7 @@
 
 Every bootstrap draws `n_boot` resamples (with replacement) from one seeded generator, so the
 same data always give the same interval. Censored durations (grok steps) have their own
-estimators in analysis.survival and analysis.speedup.
+estimators in grokray_analysis.survival and grokray_analysis.speedup.
 """
 
 from __future__ import annotations

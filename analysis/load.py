@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.errors import AnalysisError
 from grokray import files
 from grokray.errors import SchemaError
 from grokray.schema import CURVE_READ_REQUIRED_COLUMNS as CURVE_REQUIRED
 from grokray.schema import SCHEMA_VERSION, STATUSES
 from grokray.schema import TRIAL_REQUIRED_COLUMNS as TRIAL_REQUIRED
+from grokray_analysis.errors import AnalysisError
 
 __all__ = ["CURVE_REQUIRED", "SCHEMA_VERSION", "STATUSES", "TRIAL_REQUIRED", "Sweep", "load",
            "parse_where", "select", "require_columns", "require_arms"]

@@ -35,9 +35,9 @@ import pandas as pd
 import statsmodels.api as sm
 from scipy import optimize, stats
 
-from analysis.errors import AnalysisError
-from analysis.load import require_columns
-from analysis.survival import durations, km_median
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.load import require_columns
+from grokray_analysis.survival import durations, km_median
 
 CUT = float(stats.chi2.ppf(0.95, 1)) / 2.0  # 1.92: log-likelihood drop at the 95% edge
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.curves import CurveSummary, is_accuracy
-from analysis.phase import PhaseDiagram, PhaseDiagrams
-from analysis.powerlaw import ScalingResult
-from analysis.signtest import SignTestResult
-from analysis.speedup import SpeedupTable
+from grokray_analysis.curves import CurveSummary, is_accuracy
+from grokray_analysis.phase import PhaseDiagram, PhaseDiagrams
+from grokray_analysis.powerlaw import ScalingResult
+from grokray_analysis.signtest import SignTestResult
+from grokray_analysis.speedup import SpeedupTable
 
 
 def _figure(w: float = 6.0, h: float = 4.5):
@@ -301,7 +301,7 @@ def plot_signtest(res: SignTestResult, path: str | Path) -> Path:
 
 
 def _decided(a, oa, b, ob) -> np.ndarray:
-    from analysis.signtest import decide
+    from grokray_analysis.signtest import decide
 
     return ~np.isnan(decide(a, oa, b, ob))
 

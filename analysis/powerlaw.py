@@ -5,7 +5,8 @@ Default (`method="aft"`): a log-normal accelerated-failure-time model,
     log T = log c + alpha * log|G| + sigma * eps,    eps ~ N(0, 1),
 
 fitted by maximum likelihood with every run right-censored at its budget when it did not grok
-(lifelines' `LogNormalAFTFitter`; `analysis.survival.durations` says what a run's time is). A
+(lifelines' `LogNormalAFTFitter`; `grokray_analysis.survival.durations` says what a run's time
+is). A
 grokked run contributes its density, a censored one the probability that T exceeds its budget, so
 a group where most runs never grokked pulls the line up instead of vanishing from it. c * |G|^alpha
 is the *median* grok step at order |G|. Intervals are Wald intervals from the observed information
@@ -31,9 +32,9 @@ import pandas as pd
 import statsmodels.api as sm
 from scipy import stats
 
-from analysis.errors import AnalysisError
-from analysis.load import require_arms, require_columns
-from analysis.survival import TIMED, durations, km_median
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.load import require_arms, require_columns
+from grokray_analysis.survival import TIMED, durations, km_median
 
 METHODS = ("aft", "ols")
 Z95 = 1.959963984540054

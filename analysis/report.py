@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import papers
-from analysis.curves import curve_bands, default_metrics
-from analysis.errors import AnalysisError
-from analysis.load import Sweep, load
-from analysis.phase import phase_diagrams
-from analysis.plots import plot
-from analysis.powerlaw import scaling
-from analysis.signtest import sign_test
-from analysis.speedup import ablation_order, speedup_table
-from analysis.tables import Table, fmt, sig3, speedup_value, tables_of, to_markdown
+from grokray_analysis import papers
+from grokray_analysis.curves import curve_bands, default_metrics
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.load import Sweep, load
+from grokray_analysis.phase import phase_diagrams
+from grokray_analysis.plots import plot
+from grokray_analysis.powerlaw import scaling
+from grokray_analysis.signtest import sign_test
+from grokray_analysis.speedup import ablation_order, speedup_table
+from grokray_analysis.tables import Table, fmt, sig3, speedup_value, tables_of, to_markdown
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,8 @@ class Item:
     name: str
     """A file-name stem for its plot."""
     result: object
-    """The frozen result (analysis.tables.tables_of and analysis.plots.plot take it), or None."""
+    """The frozen result (grokray_analysis.tables.tables_of and grokray_analysis.plots.plot take
+    it), or None."""
     skipped: str = ""
     """Why it was not computed ("" when it was)."""
 

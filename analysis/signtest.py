@@ -3,7 +3,8 @@
 Runs are paired by seed (and group, or any `pair_by` columns). The difference is
 `d = metric(arm_a) - metric(arm_b)`; `alternative="greater"` tests whether arm a tends to be
 larger. For `grok_step` a run that did not grok is right-censored at its budget
-(`analysis.survival.durations`): its grok step is larger than the budget. A pair is then decided
+(`grokray_analysis.survival.durations`): its grok step is larger than the budget. A pair is then
+decided
 by order where the budgets allow it: a run that grokked at step s is faster than a censored run
 whose budget is at least s. A pair is *undecidable* when both runs are censored, or when one
 grokked after the other's budget ran out; undecidable pairs are counted and reported, never
@@ -19,9 +20,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.errors import AnalysisError
-from analysis.load import require_arms, require_columns
-from analysis.survival import durations, km_median
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.load import require_arms, require_columns
+from grokray_analysis.survival import durations, km_median
 
 ALTERNATIVES = ("two-sided", "greater", "less")
 

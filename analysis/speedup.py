@@ -1,7 +1,8 @@
 """Speedup tables: per group, each arm's Kaplan-Meier median grok step with its interval, its
 grok rate k/n, and the speedup `median(baseline) / median(arm)`.
 
-Grok steps are right-censored at the budget (`analysis.survival`). A median is *censored* when
+Grok steps are right-censored at the budget (`grokray_analysis.survival`). A median is *censored*
+when
 half or more of the runs never grokked: it is only known to exceed the largest follow-up time T.
 Then the speedup is a bound, never a number:
 - baseline censored, arm not: `> T_base / median(arm)` (a lower bound, `kind="lower"`);
@@ -21,9 +22,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.errors import AnalysisError
-from analysis.load import require_arms, require_columns
-from analysis.survival import KMMedian, durations, km_median
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.load import require_arms, require_columns
+from grokray_analysis.survival import KMMedian, durations, km_median
 
 ABLATION_ARMS = ("mlp", "mlp+grokfast", "forge", "forge+grokfast")
 """The papers' 4-way matched-budget ablation, in its column order."""

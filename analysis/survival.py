@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.errors import AnalysisError
+from grokray_analysis.errors import AnalysisError
 
 TIMED = ("grokked", "not_grokked", "diverged")
 """Statuses that carry timing information (failed runs do not)."""

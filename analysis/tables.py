@@ -13,15 +13,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from analysis.atgrok import MetricPoints
-from analysis.axiomlead import AxiomLeads
-from analysis.cpcompare import CPComparison
-from analysis.curves import CurveSummary, is_accuracy
-from analysis.drift import DriftTable
-from analysis.phase import PhaseDiagram, PhaseDiagrams
-from analysis.powerlaw import AlphaComparison, ScalingResult
-from analysis.signtest import SignTestResult
-from analysis.speedup import SpeedupTable
+from grokray_analysis.atgrok import MetricPoints
+from grokray_analysis.axiomlead import AxiomLeads
+from grokray_analysis.cpcompare import CPComparison
+from grokray_analysis.curves import CurveSummary, is_accuracy
+from grokray_analysis.drift import DriftTable
+from grokray_analysis.phase import PhaseDiagram, PhaseDiagrams
+from grokray_analysis.powerlaw import AlphaComparison, ScalingResult
+from grokray_analysis.signtest import SignTestResult
+from grokray_analysis.speedup import SpeedupTable
 
 FORMATS = ("md", "csv", "tex", "json")
 

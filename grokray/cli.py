@@ -21,8 +21,8 @@ COMMANDS = {
     "status": "grokray.commands.status",
     "groups": "grokray.commands.groups",
     "cprank": "grokray.commands.cprank",
-    "analyze": "analysis.cli",
-    "dashboard": "analysis.dashboard.cli",
+    "analyze": "grokray_analysis.cli",
+    "dashboard": "grokray_analysis.dashboard.cli",
     "reproduce": "grokray.commands.reproduce",
     "recompute": "grokray.commands.recompute",
 }

@@ -4,7 +4,8 @@
 gs://, hdfs://). `read_dir` reads every result file of a table directory (`trials/` or `curves/`)
 and never stops at a damaged one: each unreadable, foreign or too-new file comes back as a
 `Damage` naming it and how to repair it, and the caller decides (status and analyze report them
-all and exit 2). Both `grokray.sweep.store` and `analysis.load` read through here; every column
+all and exit 2). Both `grokray.sweep.store` and `grokray_analysis.load` read through here; every
+column
 name and status they check comes from `grokray.schema`.
 
 No torch, no Ray: `analysis/` imports this module.

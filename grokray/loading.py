@@ -22,8 +22,9 @@ __all__ = ["LoadedModel", "load", "load_model", "load_snapshots"]
 
 
 def load(out: str | os.PathLike) -> Any:
-    """The sweep's trials and curves (`.trials`, `.curves`: DataFrames; analysis.load.Sweep)."""
-    from analysis.load import load as load_sweep
+    """The sweep's trials and curves (`.trials`, `.curves`: DataFrames;
+    grokray_analysis.load.Sweep)."""
+    from grokray_analysis.load import load as load_sweep
 
     return load_sweep(out)
 

@@ -18,7 +18,7 @@ computes only what is missing, and an interrupted call loses nothing it finished
 file is written when the config is done; on Ctrl-C, or when a metric raises, the values of the
 current one finished so far are written first).
 
-Readers (`grokray analyze`, `grokray.load`: analysis.load) put the values beside the online
+Readers (`grokray analyze`, `grokray.load`: grokray_analysis.load) put the values beside the online
 curves (grokray.files.merge_recomputed: an online value wins where it exists, they agree);
 `repair` drops rows whose trial run is gone and duplicate rows, `status --repair` quarantines
 an unreadable file (grokray.sweep.store).

@@ -21,10 +21,10 @@ import time
 def main() -> int:
     import torch
 
-    from analysis.ledger import repo_root
     from grokray.commands.reproduce import ledger_specs
     from grokray.sweep.spec import load_spec
     from grokray.trial import run_trial
+    from grokray_analysis.ledger import repo_root
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=100)

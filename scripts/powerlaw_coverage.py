@@ -1,7 +1,8 @@
 """Coverage of the power-law exponent by the censored AFT fit and by OLS on grokked runs.
 
 Simulates log-normal grok times c * |G|^alpha * exp(sigma * eps), censored at a fixed budget,
-fits both (analysis.powerlaw.fit_power_law) and prints how often each 95% interval covers the
+fits both (grokray_analysis.powerlaw.fit_power_law) and prints how often each 95% interval covers
+the
 true alpha and the mean estimates. Known truth for docs/analysis.md, e.g.
 
     python scripts/powerlaw_coverage.py --sims 40
@@ -15,7 +16,7 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from analysis.powerlaw import fit_power_law
+from grokray_analysis.powerlaw import fit_power_law
 
 
 def simulate(rng, orders, seeds, c, alpha, sigma, budget) -> pd.DataFrame:

@@ -2,7 +2,8 @@
 computed by the analysis package in a separate process so that a slow fit never blocks a page.
 
 `analysis_views` is what that process runs (and what `analyze report --html` runs in-process):
-`analysis.report.report_items` decides what applies to a sweep, exactly as the Markdown report.
+`grokray_analysis.report.report_items` decides what applies to a sweep, exactly as the Markdown
+report.
 `Background` keeps at most one job per sweep in flight and the newest finished answer.
 """
 
@@ -16,11 +17,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.dashboard.figures import figure_of, table_html
-from analysis.errors import AnalysisError
-from analysis.report import comparison_table, paper_comparisons, report_items
-from analysis.tables import tables_of
 from grokray.errors import GrokrayError
+from grokray_analysis.dashboard.figures import figure_of, table_html
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.report import comparison_table, paper_comparisons, report_items
+from grokray_analysis.tables import tables_of
 
 
 def analysis_views(trials: pd.DataFrame, curves: pd.DataFrame | None = None, *,
@@ -50,8 +51,8 @@ def analysis_views(trials: pd.DataFrame, curves: pd.DataFrame | None = None, *,
 
 
 def ledger_view(root: str) -> dict:
-    """The reproduction ledger of an output root (analysis.ledger), as an HTML table."""
-    from analysis.ledger import ledger, ledger_table
+    """The reproduction ledger of an output root (grokray_analysis.ledger), as an HTML table."""
+    from grokray_analysis.ledger import ledger, ledger_table
 
     try:
         L = ledger(Path(root))

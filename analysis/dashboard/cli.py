@@ -40,8 +40,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _check(args: argparse.Namespace) -> None:
-    from analysis.dashboard.index import sweep_dirs
     from grokray.errors import GrokrayError
+    from grokray_analysis.dashboard.index import sweep_dirs
 
     if not 0 <= args.port <= 65535:
         raise GrokrayError(f"--port {args.port}: give a port number 0..65535")
@@ -82,7 +82,7 @@ def _bind(host: str, port: int) -> socket.socket:
 def main(args: argparse.Namespace) -> int:
     """Index the dirs, bind, serve until interrupted."""
     _check(args)
-    from analysis.dashboard.server import LOOPBACK
+    from grokray_analysis.dashboard.server import LOOPBACK
 
     sock = _bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
@@ -92,7 +92,7 @@ def main(args: argparse.Namespace) -> int:
               "with an SSH tunnel is safer (docs/dashboard.md)", file=sys.stderr)
     from aiohttp import web
 
-    from analysis.dashboard.server import Dashboard, make_app
+    from grokray_analysis.dashboard.server import Dashboard, make_app
 
     t0 = time.perf_counter()
     dash = Dashboard(args.paths, n_boot=args.bootstrap, seed=args.seed)

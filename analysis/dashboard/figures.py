@@ -1,7 +1,9 @@
 """Plotly figures (plain dicts: `{"data": [...], "layout": {...}}`) of analysis results, and
-HTML tables of `analysis.tables.Table`s: the drawing half of the dashboard and the HTML report.
+HTML tables of `grokray_analysis.tables.Table`s: the drawing half of the dashboard and the HTML
+report.
 
-Every number comes from a frozen analysis result (compute and draw apart, as `analysis.plots`
+Every number comes from a frozen analysis result (compute and draw apart, as
+`grokray_analysis.plots`
 does for PNGs); nothing here computes a statistic. Censored values are drawn open (hollow
 markers, dashed lines, grey) everywhere, and their table cells carry the class `censored`.
 """
@@ -13,12 +15,12 @@ import math
 
 import numpy as np
 
-from analysis.curves import CurveSummary, is_accuracy
-from analysis.phase import PhaseDiagram, PhaseDiagrams
-from analysis.powerlaw import ScalingResult
-from analysis.signtest import SignTestResult
-from analysis.speedup import SpeedupTable
-from analysis.tables import Bound, Table, fmt
+from grokray_analysis.curves import CurveSummary, is_accuracy
+from grokray_analysis.phase import PhaseDiagram, PhaseDiagrams
+from grokray_analysis.powerlaw import ScalingResult
+from grokray_analysis.signtest import SignTestResult
+from grokray_analysis.speedup import SpeedupTable
+from grokray_analysis.tables import Bound, Table, fmt
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
           "#7f7f7f", "#bcbd22", "#17becf")

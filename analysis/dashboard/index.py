@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from analysis.load import normalize_trials
 from grokray import files
 from grokray.errors import SchemaError
 from grokray.schema import CONFIG_JSON_COLUMN, CURVE_READ_REQUIRED_COLUMNS, TRIAL_REQUIRED_COLUMNS
+from grokray_analysis.load import normalize_trials
 
 TRIALS, CURVES = "trials", "curves"
 _CURVE_STRINGS = ("schema_version", "sweep", "run_id", "config_hash", "group", "arch", "arm")
@@ -206,7 +206,7 @@ class SweepIndex:
     @property
     def trials(self) -> pd.DataFrame:
         """One row per (config_hash, seed) (the newest run of an identity), as analysis reads
-        them (`analysis.load.normalize_trials`); a `cfg` column holds the run code."""
+        them (`grokray_analysis.load.normalize_trials`); a `cfg` column holds the run code."""
         with self.lock:
             if self._trials is None:
                 raw = self._raw_trials

@@ -23,11 +23,11 @@ from importlib import resources
 
 from aiohttp import web
 
-from analysis.dashboard import views
-from analysis.dashboard.analyses import Background
-from analysis.dashboard.figures import plotly_js
-from analysis.dashboard.index import FID, SweepIndex, sweep_dirs
 from grokray.errors import GrokrayError
+from grokray_analysis.dashboard import views
+from grokray_analysis.dashboard.analyses import Background
+from grokray_analysis.dashboard.figures import plotly_js
+from grokray_analysis.dashboard.index import FID, SweepIndex, sweep_dirs
 
 REFRESH_S = 2.0
 """seconds between two looks at the dirs"""
@@ -39,7 +39,7 @@ CSP = ("default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'u
 
 
 def _asset(name: str) -> bytes:
-    return resources.files("analysis.dashboard").joinpath("static", name).read_bytes()
+    return resources.files("grokray_analysis.dashboard").joinpath("static", name).read_bytes()
 
 
 class Dashboard:

@@ -1,7 +1,8 @@
 """What each part of the page shows, as plain JSON values, from a `SweepIndex` in memory.
 
 Counts are counts of rows; every statistic (median and IQR bands, Kaplan-Meier medians) comes
-from the analysis package (`analysis.curves.curve_bands`, `analysis.survival`). A run that did
+from the analysis package (`grokray_analysis.curves.curve_bands`, `grokray_analysis.survival`). A
+run that did
 not grok is censored: it carries `censored: true` wherever a row or a point is sent.
 """
 
@@ -13,12 +14,6 @@ import time
 import numpy as np
 import pandas as pd
 
-from analysis.curves import curve_bands
-from analysis.dashboard.figures import CENSORED, color
-from analysis.dashboard.index import FID, SweepIndex
-from analysis.errors import AnalysisError
-from analysis.load import require_arms
-from analysis.survival import TIMED, durations, km_median
 from grokray.schema import (
     CURVE_KEY_COLUMNS,
     IDENTITY_COLUMNS,
@@ -27,6 +22,12 @@ from grokray.schema import (
     PROVENANCE_COLUMNS,
     STATUSES,
 )
+from grokray_analysis.curves import curve_bands
+from grokray_analysis.dashboard.figures import CENSORED, color
+from grokray_analysis.dashboard.index import FID, SweepIndex
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.load import require_arms
+from grokray_analysis.survival import TIMED, durations, km_median
 
 NOT_SWEPT = {*IDENTITY_COLUMNS, *OUTCOME_COLUMNS, *PROVENANCE_COLUMNS, FID, "file", "cfg",
              "config_json", "group_order"}
@@ -151,7 +152,7 @@ def metrics_of(ix: SweepIndex) -> list[str]:
 
 
 def curves(ix: SweepIndex, metric: str, where: dict[str, list[str]]) -> dict:
-    """Median and IQR band per arm (analysis.curves.curve_bands), with each arm's median
+    """Median and IQR band per arm (grokray_analysis.curves.curve_bands), with each arm's median
     memorization step and Kaplan-Meier median grok step as markers."""
     metrics = metrics_of(ix)
     if metric not in metrics:

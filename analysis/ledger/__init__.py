@@ -12,10 +12,17 @@ Where each part lives:
   the paper-scale column beside it) and its files.
 """
 
-from analysis.intervals import NAN2
-from analysis.ledger.build import Ledger, LedgerRow, ledger, measure
-from analysis.ledger.claims import BASE_SCALE, CLAIMS, SCALES, Claim, load_claims, repo_root
-from analysis.ledger.measures import (
+from grokray_analysis.intervals import NAN2
+from grokray_analysis.ledger.build import Ledger, LedgerRow, ledger, measure
+from grokray_analysis.ledger.claims import (
+    BASE_SCALE,
+    CLAIMS,
+    SCALES,
+    Claim,
+    load_claims,
+    repo_root,
+)
+from grokray_analysis.ledger.measures import (
     MEASURES,
     Measured,
     all_grok,
@@ -32,8 +39,8 @@ from analysis.ledger.measures import (
     speedup,
     wedderburn,
 )
-from analysis.ledger.output import ledger_table, write_ledger
-from analysis.ledger.verdicts import (
+from grokray_analysis.ledger.output import ledger_table, write_ledger
+from grokray_analysis.ledger.verdicts import (
     NOT_RUN,
     OPPOSITE,
     REPRODUCED,

@@ -1,9 +1,11 @@
 """The ledger of an output root: every claim beside what its sweeps measured, one column per scale.
 
 Per claim and scale (cpu, paper): the measured value with its 95% interval, the runs (grokked /
-censored), a verdict (analysis.ledger.verdicts) and the command that produced it. A claim at a
+censored), a verdict (grokray_analysis.ledger.verdicts) and the command that produced it. A claim
+at a
 scale reads the output dir of that scale's sweep, `OUT/<sweep>` (claims.yaml, `Claim.at`),
-through analysis.ledger.sweeps; one whose sweep has no rows, or lacks the arms it compares, is a
+through grokray_analysis.ledger.sweeps; one whose sweep has no rows, or lacks the arms it
+compares, is a
 "not run" cell, never an error. The scales' sweeps have distinct names, so both columns read
 the same output root.
 """
@@ -16,11 +18,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.errors import AnalysisError
-from analysis.ledger.claims import CLAIMS, SCALES, Claim
-from analysis.ledger.measures import MEASURES, Measured
-from analysis.ledger.sweeps import select, sweep_rows
-from analysis.ledger.verdicts import NOT_RUN, verdict_of
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.ledger.claims import CLAIMS, SCALES, Claim
+from grokray_analysis.ledger.measures import MEASURES, Measured
+from grokray_analysis.ledger.sweeps import select, sweep_rows
+from grokray_analysis.ledger.verdicts import NOT_RUN, verdict_of
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,8 @@ def ledger(out: str | Path, *, scales: tuple[str, ...] = tuple(SCALES),
     """Every claim's row at each scale from the sweep outputs under `out` (missing sweeps: not
     run).
 
-    current_only: read only the rows the sweep dir's plan names (analysis.ledger.sweeps); off
+    current_only: read only the rows the sweep dir's plan names (grokray_analysis.ledger.sweeps);
+    off
     for synthetic fixtures and hand-made dirs.
     """
     out = Path(out)

@@ -18,8 +18,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from analysis import papers
-from analysis.ledger.measures import MEASURES
+from grokray_analysis import papers
+from grokray_analysis.ledger.measures import MEASURES
 
 PAPERS = {"forge": papers.FORGE, "geom": papers.GEOM, "rfm": papers.RFM}
 """claims.yaml's paper ids -> the papers' names"""
@@ -55,7 +55,8 @@ class Claim:
     where: Mapping[str, Any] = field(default_factory=dict)
     """Rows the measure reads: column -> value, or a list of values (any of them)."""
     measure: str = ""
-    """Name of the measure (analysis.ledger.measures.MEASURES); "" when no sweep measures it."""
+    """Name of the measure (grokray_analysis.ledger.measures.MEASURES); "" when no sweep measures
+    it."""
     params: Mapping[str, Any] = field(default_factory=dict)
     """The measure's keyword arguments."""
     null_value: float = 1.0
@@ -96,7 +97,7 @@ def load_claims(text: str | None = None) -> tuple[Claim, ...]:
     import yaml
 
     if text is None:
-        text = files("analysis.ledger").joinpath(CLAIMS_FILE).read_text()
+        text = files("grokray_analysis.ledger").joinpath(CLAIMS_FILE).read_text()
     data = yaml.safe_load(text)
     claims = tuple(_claim(i, d) for i, d in enumerate(data["claims"]))
     keys = [c.key for c in claims]

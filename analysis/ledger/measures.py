@@ -3,10 +3,12 @@
 Each measure takes the trials its claim selected (claims.yaml: `where`) and the claim's
 `params` as keywords, and returns a `Measured`; it raises AnalysisError when the rows cannot say.
 Estimators, all shared with `grokray analyze`: Kaplan-Meier medians and speedups of censored grok
-steps (analysis.survival, analysis.speedup), the censored AFT power law (analysis.powerlaw), the
-sign test (analysis.signtest), the phase threshold (analysis.phase), and for rates and values
+steps (grokray_analysis.survival, grokray_analysis.speedup), the censored AFT power law
+(grokray_analysis.powerlaw), the
+sign test (grokray_analysis.signtest), the phase threshold (grokray_analysis.phase), and for rates
+and values
 that are not durations the Clopper-Pearson interval and the median bootstrap
-(analysis.intervals).
+(grokray_analysis.intervals).
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.errors import AnalysisError
-from analysis.intervals import NAN2, clopper_pearson, median_ci, median_ratio_ci
-from analysis.ledger.verdicts import OPPOSITE, REPRODUCED, SAME_DIRECTION
-from analysis.load import require_columns
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.intervals import NAN2, clopper_pearson, median_ci, median_ratio_ci
+from grokray_analysis.ledger.verdicts import OPPOSITE, REPRODUCED, SAME_DIRECTION
+from grokray_analysis.load import require_columns
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ def _arm(df: pd.DataFrame, arm: str) -> pd.DataFrame:
 
 def _km(df: pd.DataFrame):  # noqa: ANN202 - KMMedian
     """Kaplan-Meier median grok step of these runs (censored at their budget)."""
-    from analysis.survival import durations, km_median
+    from grokray_analysis.survival import durations, km_median
 
     dur = durations(df)
     return km_median(dur["time"], dur["event"])
@@ -86,8 +88,9 @@ def _metric(T: pd.DataFrame, name: str) -> pd.Series:
 
 
 def speedup(T: pd.DataFrame, *, arm: str, base: str) -> Measured:
-    """KM median grok step of `base` / that of `arm` (analysis.speedup), with `bound_ci`."""
-    from analysis.speedup import speedup_table
+    """KM median grok step of `base` / that of `arm` (grokray_analysis.speedup), with
+    `bound_ci`."""
+    from grokray_analysis.speedup import speedup_table
 
     for a in (arm, base):
         _arm(T, a)
@@ -125,10 +128,11 @@ def median_grok_step(T: pd.DataFrame) -> Measured:
 
 
 def scaling_alpha(T: pd.DataFrame, *, arm: str) -> Measured:
-    """`arm`'s exponent alpha of grok_step = c |G|^alpha: analysis.powerlaw's default fit (the
+    """`arm`'s exponent alpha of grok_step = c |G|^alpha: grokray_analysis.powerlaw's default fit
+    (the
     censored log-normal AFT over every timed run: a censored run counts as 'longer than its
     budget')."""
-    from analysis.powerlaw import fit_power_law
+    from grokray_analysis.powerlaw import fit_power_law
 
     f = fit_power_law(T, arm, n_boot=0)
     if not f.fitted:
@@ -200,7 +204,7 @@ def never_groks(T: pd.DataFrame) -> Measured:
 
 def capacity(T: pd.DataFrame) -> Measured:
     """Capacity R*d where P(grok) crosses 0.5 (logistic fit or separation bracket)."""
-    from analysis.phase import phase_diagram
+    from grokray_analysis.phase import phase_diagram
 
     ph = phase_diagram(T)
     g, c = _counts(T)
@@ -213,7 +217,7 @@ def capacity(T: pd.DataFrame) -> Measured:
 
 def eff_modes(T: pd.DataFrame, *, metric: str, arm: str, base: str) -> Measured:
     """`metric` of `arm` - that of `base`: median paired difference; sign test one-sided."""
-    from analysis.signtest import sign_test
+    from grokray_analysis.signtest import sign_test
 
     s = sign_test(T, _metric(T, metric).name, arm, base, alternative="greater")
     d = np.asarray(s.values_a, float) - np.asarray(s.values_b, float)

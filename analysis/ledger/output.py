@@ -1,4 +1,5 @@
-"""The ledger as a table (Markdown / CSV / LaTeX / JSON through analysis.tables) and its files,
+"""The ledger as a table (Markdown / CSV / LaTeX / JSON through grokray_analysis.tables) and its
+files,
 OUT/ledger.md and OUT/ledger.json: one row per claim, the CPU scale's columns first, then each
 other scale's under its prefix ("paper-scale measured", ...)."""
 
@@ -6,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.ledger.build import Ledger, LedgerRow
-from analysis.ledger.claims import BASE_SCALE
-from analysis.ledger.verdicts import VERDICTS
-from analysis.tables import Table
+from grokray_analysis.ledger.build import Ledger, LedgerRow
+from grokray_analysis.ledger.claims import BASE_SCALE
+from grokray_analysis.ledger.verdicts import VERDICTS
+from grokray_analysis.tables import Table
 
 CLAIM_COLUMNS = ("claim", "paper", "what", "paper value")
 SCALE_COLUMNS = ("measured", "ci_low", "ci_high", "grokked", "censored", "verdict", "detail",
@@ -53,7 +54,7 @@ def ledger_table(L: Ledger) -> Table:
 
 def write_ledger(L: Ledger, out: str | Path | None = None) -> tuple[Path, Path]:
     """Write ledger.md and ledger.json into `out` (default: the ledger's output root)."""
-    from analysis.tables import render, to_markdown
+    from grokray_analysis.tables import render, to_markdown
 
     d = Path(out or L.out)
     d.mkdir(parents=True, exist_ok=True)

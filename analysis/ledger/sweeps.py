@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.errors import AnalysisError
-from analysis.load import load
 from grokray.errors import GrokrayError
 from grokray.files import PLAN, read_plan
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.load import load
 
 NO_PLAN = f"every row read: no {PLAN} names the configs this dir's sweep runs"
 """the note a claim's detail carries when its dir has no plan"""

@@ -5,7 +5,8 @@ column beside it, each from what is on disk).
 Each sweep is an ordinary sweep into DIR/<sweep name> (resume by row identity, one writer per
 dir, like `grokray sweep`), so a second call runs only what is missing: an interrupted ledger
 continues where it stopped. The sweeps are those the ledger's claims read
-(analysis.ledger.CLAIMS) at that scale (`Claim.at`: cpu, sweeps/cpu/; paper, sweeps/paper/),
+(grokray_analysis.ledger.CLAIMS) at that scale (`Claim.at`: cpu, sweeps/cpu/; paper,
+sweeps/paper/),
 in claim order. One Ray session serves every sweep: an embedded local Ray, or the cluster at
 --address. Ctrl-C (or SIGTERM) stops the sweep running, then the ledger is
 written from what is on disk and the command exits 130 (143).
@@ -29,7 +30,7 @@ from typing import Any
 from grokray.commands.sweep import add_pack_argument, pack_setting
 
 SCALES = ("cpu", "paper")
-"""the ledger's scales (analysis.ledger.claims.SCALES, whose spec dirs they name)"""
+"""the ledger's scales (grokray_analysis.ledger.claims.SCALES, whose spec dirs they name)"""
 TIMES = "reproduce_times.json"
 """the per-sweep wall and CPU times of every reproduce run, under OUT"""
 
@@ -66,7 +67,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def ledger_specs(scale: str) -> list[str]:
     """Spec paths (relative to the repository root) of the ledger's sweeps at `scale`, in claim
     order: the `spec` of each claim of analysis/ledger/claims.yaml at that scale."""
-    from analysis.ledger import CLAIMS
+    from grokray_analysis.ledger import CLAIMS
 
     return list(dict.fromkeys(c.at(scale).spec for c in CLAIMS if c.at(scale).spec))
 
@@ -123,9 +124,9 @@ class LedgerProgress:
 def main(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from analysis.ledger import repo_root
     from grokray.errors import GrokrayError
     from grokray.sweep.spec import load_spec
+    from grokray_analysis.ledger import repo_root
 
     if args.local and args.address:
         raise GrokrayError("--local runs in this process; drop --address (or --local)")
@@ -250,8 +251,8 @@ def _dry_run(specs: list[Any], n_cpus: int | None) -> int:  # noqa: ANN401
 
 def _finish(args: argparse.Namespace, timings: list[dict[str, Any]], stopped: str,
             code: int) -> int:
-    from analysis.ledger import ledger, ledger_table, write_ledger
-    from analysis.tables import render
+    from grokray_analysis.ledger import ledger, ledger_table, write_ledger
+    from grokray_analysis.tables import render
 
     ran = [t for t in timings if "wall_s" in t]
     if ran:

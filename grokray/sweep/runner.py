@@ -254,7 +254,8 @@ def trials_written(plan: Plan) -> int:
 
 def plan_record(plan: Plan) -> dict[str, Any]:
     """The sweep dir's plan.json: what this run means to run. Its identities, config_hashes x
-    seeds (every config of the grid; none for a search), are the rows analysis.ledger reads."""
+    seeds (every config of the grid; none for a search), are the rows grokray_analysis.ledger
+    reads."""
     spec = plan.spec
     return {
         "sweep": spec.name, "spec": spec.path, "run_id": plan.run_id,

@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.signtest import sign_test
-from analysis.tables import render, signtest_tables
 from grokray.schema import trial_frame
 from grokray.sweep.spec import load_spec
 from grokray.trainer import run_trial
+from grokray_analysis.signtest import sign_test
+from grokray_analysis.tables import render, signtest_tables
 
 pytestmark = pytest.mark.slow
 

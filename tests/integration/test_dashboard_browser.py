@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.curves import curve_bands
-from analysis.load import load
+from grokray_analysis.curves import curve_bands
+from grokray_analysis.load import load
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -94,7 +94,7 @@ def test_dashboard_in_chromium(browser, tmp_path, sweepdir, dashboard_proc, shot
             ".textContent === '78'", timeout=10_000)
         assert page.evaluate("window.__same_page") == 42
 
-        # curves: the plotted medians are analysis.curves' bands of the Parquet
+        # curves: the plotted medians are grokray_analysis.curves' bands of the Parquet
         page.click('#tabs button[data-tab="curves"]')
         page.wait_for_selector("#curves-plot .main-svg")
         page.wait_for_function("document.getElementById('curves-plot').data.length >= 6")

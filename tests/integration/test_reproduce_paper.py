@@ -8,9 +8,9 @@ import json
 import pandas as pd
 import yaml
 
-from analysis.ledger import NOT_RUN, repo_root
 from grokray.cli import main
 from grokray.commands import reproduce
+from grokray_analysis.ledger import NOT_RUN, repo_root
 
 KEY = "forge.nonabelian.mlp_fails"
 

@@ -7,11 +7,11 @@ import json
 import pandas as pd
 import pytest
 
-from analysis.cpcompare import cp_compare, load_cprank
-from analysis.errors import AnalysisError
-from analysis.phase import phase_diagram
-from analysis.tables import tables_of
 from grokray.cli import main
+from grokray_analysis.cpcompare import cp_compare, load_cprank
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.phase import phase_diagram
+from grokray_analysis.tables import tables_of
 
 
 def _cp_row(tmp_path, best=58.0):

@@ -2,8 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.curves import curve_bands, default_metrics, select_curves
-from analysis.errors import AnalysisError
+from grokray_analysis.curves import curve_bands, default_metrics, select_curves
+from grokray_analysis.errors import AnalysisError
 
 
 def curves() -> pd.DataFrame:

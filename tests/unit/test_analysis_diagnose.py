@@ -2,10 +2,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.atgrok import metric_points, run_points
-from analysis.axiomlead import axiom_leads, emergence
-from analysis.errors import AnalysisError
-from analysis.tables import render, tables_of
+from grokray_analysis.atgrok import metric_points, run_points
+from grokray_analysis.axiomlead import axiom_leads, emergence
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.tables import render, tables_of
 
 
 def test_emergence_relative_absolute_and_held():

@@ -44,7 +44,8 @@ IMPORTS = {p.relative_to(ROOT).as_posix(): _imports(p) for p in ANALYSIS}
 
 def test_the_walk_sees_imports_inside_functions():
     measures = dict((m, n) for n, m in IMPORTS["analysis/ledger/measures.py"])
-    assert "analysis.survival" in measures and "analysis.speedup" in measures  # in functions
+    # imported inside functions
+    assert "grokray_analysis.survival" in measures and "grokray_analysis.speedup" in measures
     assert ("grokray.files" in {m for _, m in IMPORTS["analysis/ledger/sweeps.py"]})
     assert sum(len(v) for v in IMPORTS.values()) > 150
 
@@ -68,14 +69,14 @@ def test_a_ledger_run_loads_no_training_code(tmp_path, tiny):
     # so the current-rows path runs too) and writes it; then nothing of training is loaded
     tiny.write_ablation(tmp_path / "fourier_sign_cpu")
     d = tiny.write_capacity(tmp_path / "capacity_cpu")
-    from analysis.load import load
+    from grokray_analysis.load import load
 
     T = load([d]).trials
     (d / "plan.json").write_text(json.dumps({
         "sweep": "capacity_cpu", "config_hashes": sorted(set(T["config_hash"])),
         "seeds": sorted(set(T["seed"].astype(int)))}))
     code = (
-        "import sys, json; from analysis.ledger import ledger, write_ledger;"
+        "import sys, json; from grokray_analysis.ledger import ledger, write_ledger;"
         f"L = ledger({str(tmp_path)!r}); write_ledger(L, {str(tmp_path / 'w')!r});"
         f"bad = [m for m in sys.modules if m.startswith({TRAINING!r})];"
         "print(json.dumps({'bad': bad, 'v': {r.claim.key: r.verdict for r in L.columns['cpu']}}))"

@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import ledger as L
-from analysis.load import load
-from analysis.powerlaw import fit_power_law
 from grokray.cli import main
+from grokray_analysis import ledger as L
+from grokray_analysis.load import load
+from grokray_analysis.powerlaw import fit_power_law
 
 
 @pytest.mark.parametrize(("paper", "value", "ci", "null", "log", "expected"), [
@@ -140,7 +140,7 @@ def test_reproduce_unknown_sweep_is_exit_2(tmp_path, capsys):
 
 
 def test_topology_and_rfm_rows_use_kaplan_meier(tmp_path, tiny):
-    from analysis.survival import durations, km_median
+    from grokray_analysis.survival import durations, km_median
 
     # the ablation fixture relabelled as topology arms: layernorm = mlp, spherical_bounded = forge
     tiny.write_ablation(tmp_path / "topology_cpu")

@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.errors import AnalysisError
-from analysis.load import SCHEMA_VERSION, load, parse_where, require_arms, select
 from grokray.errors import GrokrayError, SchemaError
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.load import SCHEMA_VERSION, load, parse_where, require_arms, select
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +106,8 @@ def test_analysis_never_imports_training_code():
     import sys
 
     code = (
-        "import sys, analysis.cli, analysis.report, analysis.tables, analysis.plots;"
+        "import sys, grokray_analysis.cli, grokray_analysis.report, grokray_analysis.tables,"
+        " grokray_analysis.plots;"
         "bad = [m for m in sys.modules if m in ('torch', 'ray') or m.startswith("
         "('grokray.trainer', 'grokray.models', 'grokray.sweep', 'grokray.optim'))];"
         "print(','.join(bad))"

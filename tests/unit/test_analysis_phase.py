@@ -2,8 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.errors import AnalysisError
-from analysis.phase import phase_diagram, phase_diagrams
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.phase import phase_diagram, phase_diagrams
 
 RANKS = (2, 4, 8, 16, 32, 64)
 WIDTHS = (4, 8, 16, 32, 64)

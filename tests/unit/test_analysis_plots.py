@@ -5,12 +5,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.curves import curve_bands
-from analysis.phase import phase_diagrams
-from analysis.plots import plot
-from analysis.powerlaw import scaling
-from analysis.signtest import sign_test
-from analysis.speedup import speedup_table
+from grokray_analysis.curves import curve_bands
+from grokray_analysis.phase import phase_diagrams
+from grokray_analysis.plots import plot
+from grokray_analysis.powerlaw import scaling
+from grokray_analysis.signtest import sign_test
+from grokray_analysis.speedup import speedup_table
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.errors import AnalysisError
-from analysis.powerlaw import compare_alpha, fit_power_law, power_law_band, scaling
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.powerlaw import compare_alpha, fit_power_law, power_law_band, scaling
 
 ORDERS = {"Z5": 5, "S3": 6, "D4": 8, "A4": 12, "S4": 24, "A5": 60, "Z97": 97, "S5": 120,
           "A6": 360, "Z1009": 1009}

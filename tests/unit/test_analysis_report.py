@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.report import build_report, paper_comparisons
+from grokray_analysis.report import build_report, paper_comparisons
 
 
 def z97_ablation() -> pd.DataFrame:

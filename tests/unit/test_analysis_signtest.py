@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.errors import AnalysisError
-from analysis.signtest import sign_test
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.signtest import sign_test
 
 
 def paired(a: list, b: list, metric: str = "m", group: str = "S3",

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.errors import AnalysisError
-from analysis.speedup import ablation_order, speedup_table
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.speedup import ablation_order, speedup_table
 
 
 def runs(group: str, arm: str, steps: list, budget: int = 15000) -> list[dict]:
@@ -62,7 +62,7 @@ def test_km_medians_rates_and_speedups():
 
 
 def test_bounds_print_as_bounds_in_every_format():
-    from analysis.tables import render, speedup_tables
+    from grokray_analysis.tables import render, speedup_tables
 
     t = speedup_table(frame(), "mlp")
     wide = render(speedup_tables(t), "md")

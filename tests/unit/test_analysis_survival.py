@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.errors import AnalysisError
-from analysis.survival import durations, km_median
+from grokray_analysis.errors import AnalysisError
+from grokray_analysis.survival import durations, km_median
 
 HAND = [
     # (times, events, KM median by hand)

@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from analysis.dashboard.analyses import analysis_views
-from analysis.dashboard.figures import (
+from grokray_analysis.dashboard.analyses import analysis_views
+from grokray_analysis.dashboard.figures import (
     CENSORED,
     curves_figure,
     phase_figure,
@@ -17,11 +17,11 @@ from analysis.dashboard.figures import (
     speedup_figure,
     table_html,
 )
-from analysis.load import load
-from analysis.phase import phase_diagrams
-from analysis.powerlaw import scaling
-from analysis.speedup import speedup_table
-from analysis.tables import Bound, Table
+from grokray_analysis.load import load
+from grokray_analysis.phase import phase_diagrams
+from grokray_analysis.powerlaw import scaling
+from grokray_analysis.speedup import speedup_table
+from grokray_analysis.tables import Bound, Table
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def ablation(tmp_path_factory, tiny):
 
 
 def test_curves_figure_medians(ablation):
-    from analysis.curves import curve_bands
+    from grokray_analysis.curves import curve_bands
 
     res = curve_bands(ablation.curves, metric=("val_acc", "train_acc"))
     fig = curves_figure(res)

@@ -1,4 +1,5 @@
-"""The dashboard's in-memory index: the same rows as analysis.load, only new files read on a
+"""The dashboard's in-memory index: the same rows as grokray_analysis.load, only new files read on
+a
 refresh, damaged files and symlinks out of the dir named, not read."""
 
 import os
@@ -7,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.curves import curve_bands
-from analysis.dashboard import views
-from analysis.dashboard.index import SweepIndex
-from analysis.load import load
+from grokray_analysis.curves import curve_bands
+from grokray_analysis.dashboard import views
+from grokray_analysis.dashboard.index import SweepIndex
+from grokray_analysis.load import load
 
 
 @pytest.fixture()

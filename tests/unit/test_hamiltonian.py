@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 import torch
 
-from analysis.drift import drift_table
 from grokray.errors import ConfigError
 from grokray.hamiltonian.data import make_data
 from grokray.hamiltonian.integrate import flow, leapfrog, trajectory
@@ -15,6 +14,7 @@ from grokray.hamiltonian.model import FlowDAD, StepMLP
 from grokray.hamiltonian.rollout import drift, rollout
 from grokray.hamiltonian.systems import SYSTEMS, get_system
 from grokray.hamiltonian.trial import HamConfig, run_seed
+from grokray_analysis.drift import drift_table
 
 
 @pytest.mark.parametrize("name", list(SYSTEMS))

@@ -13,13 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import ledger as L
-from analysis.ledger.output import SCALE_COLUMNS
 from grokray.cli import main
 from grokray.result import SeedResult, TrialResult
 from grokray.sweep import store
 from grokray.sweep.runner import make_plan, plan_record
 from grokray.sweep.spec import load_spec
+from grokray_analysis import ledger as L
+from grokray_analysis.ledger.output import SCALE_COLUMNS
 
 KEY = "forge.nonabelian.mlp_fails"
 

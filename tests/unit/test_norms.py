@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 import torch
 
-from analysis.curves import curve_bands, expand_metrics
-from analysis.errors import AnalysisError
 from grokray.config import TrialConfig
 from grokray.metrics.norms import weight_norms
 from grokray.models.mlp import MLP
 from grokray.trainer import run_trial
+from grokray_analysis.curves import curve_bands, expand_metrics
+from grokray_analysis.errors import AnalysisError
 
 torch.set_num_threads(1)
 

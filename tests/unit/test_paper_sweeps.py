@@ -8,10 +8,10 @@ import functools
 
 import pytest
 
-from analysis.ledger import CLAIMS, repo_root
 from grokray.cprank.faithful import smallest_faithful
 from grokray.groups import get_group
 from grokray.sweep.spec import load_spec
+from grokray_analysis.ledger import CLAIMS, repo_root
 
 PAPER = sorted((repo_root() / "sweeps" / "paper").glob("*.yaml"))
 

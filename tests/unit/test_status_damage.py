@@ -87,7 +87,7 @@ def test_duplicates_counted_once_with_a_warning(tmp_path, capsys):
     s = json.loads(cap.out)
     assert s["rows"] == 4 and s["duplicate_rows"] == 4 and s["duplicate_identities"] == 4
     assert "4 duplicate row(s)" in cap.err
-    from analysis.load import load
+    from grokray_analysis.load import load
 
     assert len(load(d).trials) == 4
     assert "4 duplicate row(s)" in capsys.readouterr().err

@@ -1,0 +1,32 @@
+"""What pyproject.toml installs: every package folder under grokray/ and analysis/ is listed
+(the analysis folder installs as `grokray_analysis`), and no code imports the folder's own name."""
+
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _setuptools() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+
+
+def test_every_package_folder_is_listed():
+    folders = {"grokray": "grokray", "analysis": "grokray_analysis"}
+    found = set()
+    for folder, name in folders.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder).parts
+            found.add(".".join((name, *rel)))
+    assert set(_setuptools()["packages"]) == found
+    assert _setuptools()["package-dir"] == {"grokray_analysis": "analysis"}
+
+
+def test_no_code_imports_the_folder_name():
+    # `import analysis` works in a checkout (the folder is on sys.path there) and nowhere else
+    bad = re.compile(r"^\s*(from|import)\s+analysis\b", re.M)
+    for p in [*ROOT.glob("grokray/**/*.py"), *ROOT.glob("analysis/**/*.py"),
+              *ROOT.glob("tests/**/*.py"), *ROOT.glob("benchmarks/**/*.py"),
+              *ROOT.glob("scripts/**/*.py"), *ROOT.glob("docs/**/*.py")]:
+        assert not bad.search(p.read_text()), p
