@@ -110,7 +110,7 @@ def _train_and_report(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - T
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from grokray.trainer import run_trial
+    from grokray.trial import run_trial
 
     if args.threads:
         torch.set_num_threads(args.threads)
