@@ -2,7 +2,7 @@
 
 The runner does what every trial shares: it resolves the device, builds the task and each seed's
 split, hands a `TrialRun` to the family's trainer (`Family.train`: the gradient trainer in
-grokray/trainer.py, or a kernel machine's fit such as RFM's), turns a crash into `failed` seeds,
+grokray/trainer/, or a kernel machine's fit such as RFM's), turns a crash into `failed` seeds,
 and builds the `TrialResult`. A trainer records each seed's `SeedResult` in `run.outcome` and its
 curve rows (dicts with seed, step, train/val loss/acc, ...) in `run.rows`, and sets `n_params`.
 """

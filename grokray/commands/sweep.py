@@ -13,11 +13,13 @@ from collections.abc import Iterator
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "sweep",
-        help="run a sweep spec (sweeps/*.yaml) on Ray; resumes where it stopped",
+        help="run a sweep spec (a file, or a shipped name: grokray specs) on Ray; resumes "
+             "where it stopped",
         description="Run every trial of a sweep spec that has no row yet in OUT/<sweep>/; "
                     "each finished trial is written to Parquet at once.",
     )
-    p.add_argument("spec", help="sweep spec YAML (e.g. sweeps/smoke.yaml)")
+    p.add_argument("spec", help="sweep spec YAML file, or the name of a shipped one (e.g. smoke, "
+                                "cpu/scaling; `grokray specs` lists them)")
     p.add_argument("--dry-run", action="store_true",
                    help="print trials, seeds, axes, what is done, the work left and its estimated "
                         "CPU, wall and GPU hours (grokray/cost); run nothing")
@@ -205,11 +207,12 @@ def _seeds_text(seeds: list[int]) -> str:
 def main(args: argparse.Namespace) -> int:
     import dataclasses
 
+    from grokray import shipped
     from grokray.errors import GrokrayError
     from grokray.sweep import store
     from grokray.sweep.spec import load_spec
 
-    spec = load_spec(args.spec)
+    spec = load_spec(shipped.resolve(args.spec, shipped.SWEEP))
     if args.out:
         spec = dataclasses.replace(spec, out=args.out)
     if args.force and args.rerun_failed:
