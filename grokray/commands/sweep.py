@@ -320,7 +320,8 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
                 if deadline is None:
                     run_sweep(plan, writer, session, pack_setting(args))
                 else:
-                    later = deadline.run(plan, writer, session, pack_setting(args))
+                    later = deadline.run(plan, lambda part: run_sweep(
+                        part, writer, session, pack_setting(args)), session)
             finally:
                 if session is not None:  # asked while still connected: Ray's temp dir
                     logs = session.logs_dir()

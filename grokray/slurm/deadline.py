@@ -23,7 +23,7 @@ import dataclasses
 import heapq
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from grokray.slurm import allocation
@@ -84,14 +84,13 @@ class Deadline:
     def left(self) -> float:
         return self.stop_at - time.time()
 
-    def run(self, plan: Any, writer: Any, session: Any, pack: int | None) -> list[Any]:  # noqa: ANN401
-        """Run `plan`'s configs in rounds of those that fit in the time left; the configs left
-        for the next allocation (empty when everything ran). A search runs whole."""
-        from grokray.commands.sweep import run_sweep
-
+    def run(self, plan: Any, run_part: Callable[[Any], None], session: Any) -> list[Any]:  # noqa: ANN401
+        """Run `plan`'s configs (`run_part(plan)` runs a plan: `grokray sweep`'s run_sweep) in
+        rounds of those that fit in the time left; the configs left for the next allocation
+        (empty when everything ran). A search runs whole."""
         spec = plan.spec
         if spec.search is not None or session is None:
-            run_sweep(plan, writer, session, pack)
+            run_part(plan)
             return []
         todo = list(plan.todo)
         self.secs = secs = {c.config_hash(): trial_seconds(c, spec.gpu) for c in todo}
@@ -107,7 +106,7 @@ class Deadline:
                 print(f"grokray sweep: {len(now)} of {len(todo)} trials can finish in the "
                       f"{self.left() / 60:.1f} min left of this allocation; the rest wait",
                       flush=True)
-            run_sweep(dataclasses.replace(plan, todo=now), writer, session, pack)
+            run_part(dataclasses.replace(plan, todo=now))
             todo = [todo[i] for i in rest]
         return todo
 

@@ -242,3 +242,44 @@ def test_submits_and_prints_how_to_follow(tmp_path, capsys, monkeypatch):
     text = script.read_text()
     assert os.access(script, os.X_OK) and f"cd {tmp_path}" in text
     assert '[ "$RUN" -lt 1 ]' in text and "#SBATCH --time=00:10:00" in text
+
+
+def test_deadline_runs_rounds_of_what_fits(monkeypatch):
+    """Round 1 starts what fits in the time left; after it, with the time then left, round 2
+    starts what fits now; what never fits is left for the next allocation."""
+    import dataclasses
+
+    from grokray.slurm import deadline as dl
+
+    @dataclasses.dataclass
+    class Cfg:
+        name: str
+        secs: float
+
+        def config_hash(self):
+            return self.name
+
+    @dataclasses.dataclass
+    class Plan:
+        spec: object
+        todo: list
+
+    class Spec:
+        search, gpu, cpu, concurrency = None, 0.0, 1.0, None
+
+    class Session:
+        def slots(self, cpu, concurrency):
+            return 2
+
+    monkeypatch.setattr(dl, "trial_seconds", lambda cfg, gpu=0.0: cfg.secs)
+    lefts = iter([100.0, 100.0, 60.0, 60.0, 5.0])
+    monkeypatch.setattr(dl.Deadline, "left", lambda self: next(lefts))
+    todo = [Cfg("a", 50), Cfg("b", 40), Cfg("c", 70), Cfg("d", 55), Cfg("e", 500)]
+    ran = []
+    later = dl.Deadline(stop_at=0, job="9").run(Plan(Spec(), todo),
+                                                lambda p: ran.append([c.name for c in p.todo]),
+                                                Session())
+    # 100 s on 2 slots, longest first: c 0-70, d 0-55, then a (55-105) is too late and b
+    # (55-95) fits; with 60 s left, a fits; e (500 s) never does
+    assert ran == [["b", "c", "d"], ["a"]]
+    assert [c.name for c in later] == ["e"]
