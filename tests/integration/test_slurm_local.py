@@ -140,9 +140,11 @@ def test_time_limit_requeues_and_finishes(tmp_path):
     """A sweep of about two allocations' work: Slurm signals the batch shell before the limit,
     the driver writes what finished and exits 143, the job requeues itself and the next run
     finishes the rest; every (config, seed) has one row."""
-    spec = _spec(tmp_path, "long", n=8, steps=6000, group="S3")
-    job = _submit(spec, "--time", "00:03:00", "--signal-lead", "90", "--cpus-per-node", "2")
-    info = _wait(job, timeout=900)
+    # Z13 at 5,000 steps: 420,000 pair-steps, not tiny, so each config is a Tune trial of its
+    # own (tiny ones share a call, whose results come back only at its end)
+    spec = _spec(tmp_path, "long", n=10, steps=5000, group="Z13")
+    job = _submit(spec, "--time", "00:03:00", "--signal-lead", "60", "--cpus-per-node", "2")
+    info = _wait(job, timeout=1200)
     sweep = tmp_path / "results" / "long"
     log = _log(sweep, job)
     assert info["JobState"] == "COMPLETED", log
