@@ -297,6 +297,8 @@ def _dry_run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
 
 
 def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
+    import signal
+
     from grokray.sweep.interrupt import on_signals
     from grokray.sweep.runner import make_plan, trials_written
     from grokray.sweep.session import RaySession
@@ -322,6 +324,10 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
                 else:
                     later = deadline.run(plan, lambda part: run_sweep(
                         part, writer, session, pack_setting(args)), session)
+            except KeyboardInterrupt:
+                if signals.received == signal.SIGTERM:  # a graceful stop: running trials
+                    _ask_checkpoints(deadline)          # checkpoint while Ray still runs
+                raise
             finally:
                 if session is not None:  # asked while still connected: Ray's temp dir
                     logs = session.logs_dir()
@@ -352,6 +358,14 @@ def slurm_deadline():  # noqa: ANN201 - grokray.slurm.deadline.Deadline | None
     from grokray.slurm.deadline import from_env
 
     return from_env()
+
+
+def _ask_checkpoints(deadline) -> None:  # noqa: ANN001 - Deadline | None
+    from grokray.slurm.deadline import ask_checkpoints
+
+    line = ask_checkpoints(deadline)
+    if line:
+        print(line, file=sys.stderr, flush=True)
 
 
 def _slurm_exit(plan, deadline, code: int, later=()) -> int:  # noqa: ANN001 - lazy types
