@@ -167,7 +167,8 @@ def render(o: JobOptions) -> str:
 
 _BODY = r"""# ---- Ray over this allocation ----
 # Ports and temp dir come from the job id, so that two jobs on one node never collide. The
-# temp dir is node-local and short: Ray's Unix socket paths under it must stay under 107 bytes.
+# temp dir is node-local and short: Ray's Unix socket paths under it must stay under 107 bytes
+# (/tmp/gr-JOB-NODE; shorten it if your node names are long).
 JOB="$SLURM_JOB_ID"
 RUN="${SLURM_RESTART_COUNT:-0}"            # 0, then 1, 2, ... after each requeue
 # this job's ports: BASE .. BASE+@PORT_BLOCK@-1
@@ -200,9 +201,11 @@ export HEAD_IP RAY_PORT
 
 # One Ray node, inside its srun task: the CPUs and GPUs Slurm granted this task (Slurm sets
 # CUDA_VISIBLE_DEVICES to the GPUs of the allocation; Ray hands them out to trials), its own
-# temp dir, this job's ports. Its pid goes beside the temp dir, for stop_ray.
+# temp dir (the node's name in it too, in case /tmp is shared), this job's ports. Its pid goes
+# beside the temp dir, for stop_ray.
 ray_node() {
     local role="$1" cpus="${SLURM_CPUS_PER_TASK:-${SLURM_CPUS_ON_NODE:-1}}" gpus=0
+    RAY_TMP="$RAY_TMP-${SLURMD_NODENAME:-node}"
     if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
         gpus=$(tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c .)
     fi
@@ -245,7 +248,8 @@ echo "grokray slurm: job $JOB run $RUN, Ray head $HEAD_IP:$RAY_PORT," \
 # goes. A step still running a minute later is ended by srun.
 stop_ray() {
     srun --nodes="${#NODES[@]}" --ntasks="${#NODES[@]}" --ntasks-per-node=1 --overlap \
-        bash -c 'kill -TERM "$(cat "$RAY_TMP.pid" 2>/dev/null)" 2>/dev/null' 2>/dev/null
+        bash -c 'kill -TERM "$(cat "$RAY_TMP-$SLURMD_NODENAME.pid" 2>/dev/null)" 2>/dev/null' \
+        2>/dev/null
     for _ in $(seq 60); do
         kill -0 "${RAY_STEPS[@]}" 2>/dev/null || break
         sleep 1
