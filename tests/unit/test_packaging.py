@@ -2,8 +2,9 @@
 (the analysis folder installs as `grokray_analysis`), and no code imports the folder's own name."""
 
 import re
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 
