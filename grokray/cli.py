@@ -1,5 +1,5 @@
 """The one `grokray` command: `run | sweep | status | groups | cprank | analyze | dashboard |
-reproduce | recompute | specs`.
+reproduce | recompute | specs | slurm`.
 
 Each subcommand lives in its own module exposing `add_parser(subparsers)` (which registers the
 subcommand and sets `func`) and a `main(args) -> int`. This file only wires them together, so
@@ -26,6 +26,7 @@ COMMANDS = {
     "reproduce": "grokray.commands.reproduce",
     "recompute": "grokray.commands.recompute",
     "specs": "grokray.commands.specs",
+    "slurm": "grokray.commands.slurm",
 }
 
 

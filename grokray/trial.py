@@ -134,7 +134,7 @@ class TrialRun:
             finished_at=datetime.now(timezone.utc),
             seeds=[self.outcome[s] for s in self.cfg.seeds], curves=curves,
             group_order=int(self.task.n_in), snapshots=self.copied_snapshots + self.snapshots,
-            cuda_visible_devices=self.visible,
+            cuda_visible_devices=self.visible, hostname=socket.gethostname(),
         )
 
 
