@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 
 from grokray.config import TrialConfig
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 
 MODES = {"exact": {"forge.alg_full_max": 64}, "sampled": {"forge.alg_full_max": 0}}
 GROUPS = "S3,D4,A4,Q8,D6,Dic3,F21,S4,Heis3,A5"

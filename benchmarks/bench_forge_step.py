@@ -4,7 +4,7 @@
     python benchmarks/bench_forge_step.py --groups S4,A5 --seeds 8 --set model.rank=1024
 
 For each group and seed count S, one trial of each architecture is set up exactly as
-`grokray run` does (grokray.trainer's _Trial: split, model, optimizer) and its training step is
+`grokray run` does (grokray.trainer's Training: split, model, optimizer) and its training step is
 timed in place: `--steps` optimizer steps, best of `--repeats` rounds that alternate FORGE and
 the MLP (so machine noise hits both alike). Columns (ms per step):
 
@@ -46,7 +46,8 @@ from grokray.config import TrialConfig
 from grokray.models.assoc import DIRECT_ASSOC_MAX, FORMS, assoc_form
 from grokray.models.forge import Forge
 from grokray.models.mlp import hidden_width
-from grokray.trainer import _Trial
+from grokray.trainer import Training
+from grokray.trainer.step import train_step
 from grokray.trial import TrialRun
 
 GROUPS = "S3,D4,A4,S4,F21,Heis3,A5,Z97"
@@ -72,20 +73,20 @@ def load_old_forge(tree: str) -> type:
     return sys.modules["_old_grokray_forge"].Forge
 
 
-def trial(group: str, arch: str, seeds: int, steps: int) -> _Trial:
+def trial(group: str, arch: str, seeds: int, steps: int) -> Training:
     base = {"group": group, "arch": arch, "steps": steps, "train_frac": 0.5,
             "seeds": list(range(seeds)), "device": "cpu", "metrics.patience": 0}
     if arch == "mlp":
         base["model.matched_budget"] = True
     if group == "Z97":
         base["op"] = "add"
-    return _Trial(TrialRun(TrialConfig.from_dict({**base, **EXTRA})))
+    return Training([TrialRun(TrialConfig.from_dict({**base, **EXTRA}))])
 
 
-def old_form(t: _Trial) -> None:
+def old_form(t: Training) -> None:
     """Make the trial's FORGE the --old-tree one, or compute its L_assoc in the R-space forms
     alone (the choice before the structure-tensor forms)."""
-    m = t.model
+    m = t.stack.model
     if "Forge" in OLD:
         m.__class__ = OLD["Forge"]
         return
@@ -94,21 +95,21 @@ def old_form(t: _Trial) -> None:
     m._assoc_exact = functools.partial(Forge._assoc_exact, m, form="direct" if small else "gram")
 
 
-def time_steps(t: _Trial, first: int, k: int) -> float:
+def time_steps(t: Training, first: int, k: int) -> float:
     """ms per step over k steps starting at step `first`."""
     t0 = time.process_time()
     for s in range(first, first + k):
-        t._train_step(s)
+        train_step(t.stack, s)
     return 1e3 * (time.process_time() - t0) / k
 
 
-def time_eval(t: _Trial, k: int = 3) -> float:
+def time_eval(t: Training, k: int = 3) -> float:
     best = float("inf")
     for _ in range(k):
-        rows = t.runs[0].rows
+        rows = t.stack.runs[0].rows
         n = len(rows)
         t0 = time.process_time()
-        t._evaluate(1, list(t.active))
+        t.evaluate(1, list(t.stack.active))
         best = min(best, 1e3 * (time.process_time() - t0))
         del rows[n:]
     return best
@@ -133,12 +134,12 @@ def measure(group: str, seeds: int, steps: int, repeats: int) -> dict[str, float
     return best
 
 
-def macs(fo: _Trial, ml: _Trial) -> dict[str, float]:
+def macs(fo: Training, ml: Training) -> dict[str, float]:
     """Modelled multiply-adds per seed of one training step (GEMMs, forward + backward): FORGE's
     parts and the MLP's. B: training pairs per step; n elements, n_out classes."""
-    cfg, m = fo.cfg, fo.model
+    cfg, m = fo.stack.cfg, fo.stack.model
     n, n_out, d, R, hg = m.n_in, m.n_out, m.d, m.R, m.hg
-    B = min(fo.batch, fo.n_train)
+    B = min(fo.stack.batch, fo.stack.n_train)
     data = 3 * (2 * n * R * d + B * (R * d + d * n_out))
     form = assoc_form(n, d, R, len(cfg.seeds)) if n <= m.full_max else "sampled"
     if form == "sampled":
@@ -148,9 +149,10 @@ def macs(fo: _Trial, ml: _Trial) -> dict[str, float]:
         assoc = FORMS[form].macs(n, d, R)
     ni = min(n, m.n_samples)
     idinv = 3 * (6 * ni * R * d + 2 * ni * d * hg + 2 * R * d)
-    h = hidden_width(ml.cfg, ml.model.n_in, ml.model.n_out)
-    Bm = min(ml.batch, ml.n_train)
-    mlp = 3 * (2 * ml.model.n_in * d * h + Bm * h * ml.model.n_out)
+    h = hidden_width(ml.stack.cfg, ml.stack.model.n_in, ml.stack.model.n_out)
+    Bm = min(ml.stack.batch, ml.stack.n_train)
+    mm = ml.stack.model
+    mlp = 3 * (2 * mm.n_in * d * h + Bm * h * mm.n_out)
     return {"m_data": data, "m_assoc": assoc, "m_idinv": idinv, "m_mlp": mlp, "form": form}
 
 
@@ -185,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     if args.old_tree:
         OLD["Forge"] = load_old_forge(args.old_tree)
-    probe = trial("S3", "forge", 1, 10).cfg.model
+    probe = trial("S3", "forge", 1, 10).stack.cfg.model
     gf = sgemm_gflops(probe.d)
     old = f"FORGE from {args.old_tree}" if args.old_tree else "the R-space forms alone"
     print(f"torch {torch.__version__}, {args.threads} thread(s), d {probe.d}, R {probe.rank}, "

@@ -19,7 +19,7 @@ import time
 import torch
 
 from grokray.config import TrialConfig
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 
 
 def seed_step_cpu(rank: int, d: int, seeds: int, steps: int, base: int, group: str) -> float:

@@ -24,10 +24,10 @@ import torch
 torch.set_num_threads(int(sys.argv[5]))
 from grokray.config import TrialConfig
 from grokray.tasks import make_task
-import grokray.trainer as trainer
-from grokray.trainer import run_trial
+import grokray.trainer.chunks as chunks
+from grokray.trial import run_trial
 if int(sys.argv[6]) > 0:
-    trainer.TRAIN_LOGIT_BUDGET = trainer.CPU_CHUNK_BUDGET = int(sys.argv[6])
+    chunks.TRAIN_LOGIT_BUDGET = chunks.CPU_CHUNK_BUDGET = int(sys.argv[6])
 
 def rss_gib():
     with open("/proc/self/status") as f:

@@ -21,7 +21,7 @@ import torch
 
 from grokray.config import TrialConfig
 from grokray.pack import run_pack
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 
 LRS, WDS = (3e-3, 1e-2, 3e-2), (0.1, 1.0)
 FOURTH = {"mlp": ("grokfast.alpha", (0.9, 0.98)), "forge": ("forge.lambda_alg", (0.01, 0.03))}

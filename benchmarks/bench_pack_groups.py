@@ -16,7 +16,7 @@ import torch
 
 from grokray.config import TrialConfig
 from grokray.pack import pack_key, run_pack
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ import torch
 from grokray.config import TrialConfig
 from grokray.schema import curve_frame, snapshot_frame, trial_frame
 from grokray.sweep import store
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 
 CONFIGS = {
     "A4 forge (nonabelian_cpu)": {"group": "A4", "arch": "forge", "steps": 5000,

@@ -250,7 +250,7 @@ def main() -> None:
         if args.trivial:
             base = trivial_trial
         else:
-            from grokray.trainer import run_trial as base
+            from grokray.trial import run_trial as base
         fn = Stamped(base, os.path.join(root, "stamps.txt"))
         fn.clear()
         load0 = os.getloadavg()[0]

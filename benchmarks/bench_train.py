@@ -47,12 +47,12 @@ import torch.nn.functional as F
 from roofline import GemmCounter, cube_rate, gemm_seconds, sgemm_rates
 from torch import nn
 
-from grokray import trainer
 from grokray.config import TrialConfig
 from grokray.models.mlp import ACTS, hidden_width
 from grokray.optim import lambda_alg
 from grokray.tasks import Task, make_task, split
-from grokray.trainer import run_trial
+from grokray.trainer import chunks
+from grokray.trial import run_trial
 
 STEPS = {"mlp": 200, "forge": 200, "transformer": 6}
 QUICK_STEPS = {"mlp": 60, "forge": 60, "transformer": 3}
@@ -258,8 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clock", choices=sorted(roofline.CLOCKS), default="cpu",
                     help="time runs and sgemms in process CPU seconds (default) or wall seconds")
     ap.add_argument("--cpu-chunk-budget", type=int, default=None, metavar="N",
-                    help="grokray's CPU chunk budget (grokray.trainer.CPU_CHUNK_BUDGET: floats "
-                         "of logits and per-pair buffers in one chunk; default: the trainer's)")
+                    help="grokray's CPU chunk budget (grokray.trainer.chunks.CPU_CHUNK_BUDGET: "
+                         "floats of logits and per-pair buffers in one chunk; default: the "
+                         "trainer's)")
     ap.add_argument("--quick", action="store_true", help="fewer steps and one repeat")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="config override for both sides, e.g. model.d=128")
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     roofline.clock = roofline.CLOCKS[args.clock]
     if args.cpu_chunk_budget is not None:
-        trainer.CPU_CHUNK_BUDGET = args.cpu_chunk_budget
+        chunks.CPU_CHUNK_BUDGET = args.cpu_chunk_budget
     overrides = dict(kv.split("=", 1) for kv in args.set)
     repeats = args.repeats or (1 if args.quick else 2)
     archs = [a for a in args.archs.split(",") if a]
@@ -278,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     print(f"torch {torch.__version__}, {args.threads} thread(s), repeats {repeats}, "
           f"overrides {overrides or '-'}, clock {args.clock}, CPU chunk budget "
-          f"{trainer.CPU_CHUNK_BUDGET}, load average {os.getloadavg()[0]:.1f}", flush=True)
+          f"{chunks.CPU_CHUNK_BUDGET}, load average {os.getloadavg()[0]:.1f}", flush=True)
     rate_cache: dict = {}
     print(f"sgemm 1024^3: {cube_rate() / 1e9:.1f} GFLOP/s", flush=True)
     print(f"{'arch':12s} {'group':6s} {'S':>3s} {'steps':>5s} {'ref s-st/s':>11s} "

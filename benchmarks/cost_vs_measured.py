@@ -25,11 +25,11 @@ RUN_16_9 = {  # sweep: (wall s, trial CPU s), docs/reproduction.md, 2026-12-01 1
 
 
 def _from_model(out: str) -> list[dict]:
+    from grokray import shipped
     from grokray.commands.reproduce import ledger_specs, model_estimates, model_record
     from grokray.sweep.spec import load_spec
-    from grokray_analysis.ledger import repo_root
 
-    specs = [dataclasses.replace(load_spec(str(repo_root() / rel)), out=out)
+    specs = [dataclasses.replace(load_spec(shipped.path_of(rel)), out=out)
              for rel in ledger_specs("cpu")]
     recs = []
     for spec, c in zip(specs, model_estimates(specs), strict=True):

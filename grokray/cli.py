@@ -1,5 +1,5 @@
 """The one `grokray` command: `run | sweep | status | groups | cprank | analyze | dashboard |
-reproduce | recompute`.
+reproduce | recompute | specs | slurm`.
 
 Each subcommand lives in its own module exposing `add_parser(subparsers)` (which registers the
 subcommand and sets `func`) and a `main(args) -> int`. This file only wires them together, so
@@ -25,6 +25,8 @@ COMMANDS = {
     "dashboard": "grokray_analysis.dashboard.cli",
     "reproduce": "grokray.commands.reproduce",
     "recompute": "grokray.commands.recompute",
+    "specs": "grokray.commands.specs",
+    "slurm": "grokray.commands.slurm",
 }
 
 

@@ -63,7 +63,7 @@ def refusal(old: TrialConfig, new: TrialConfig) -> str | None:
 
     o, n = old.steps, new.steps
     fam = get_family(new.arch)
-    if fam.model is None or getattr(fam.train, "__module__", None) != "grokray.trainer":
+    if fam.model is None or not getattr(fam.train, "__module__", "").startswith("grokray.trainer"):
         return f"arch {new.arch} is not trained by the gradient trainer"
     if new.optim.lr_schedule != "constant" and any(
             lr_at(t, new.optim, o) != lr_at(t, new.optim, n) for t in range(o)):

@@ -259,7 +259,7 @@ class Snapshot:
         """[N, n_out] logits of every task pair (chunked as the trainer evaluates)."""
         import torch
 
-        from grokray.trainer import LOGIT_BUDGET, chunk_pairs
+        from grokray.trainer.chunks import LOGIT_BUDGET, chunk_pairs
 
         m, task = self.model, self.task
         if m is None:
@@ -277,7 +277,7 @@ class Snapshot:
         the task has at most metrics.eval_max_pairs pairs), the model's views, the train
         pairs."""
         from grokray.metrics.mechanism import MetricInputs
-        from grokray.trainer import pred_table
+        from grokray.tasks import pred_table
 
         m, task = self.model, self.task
         table = None

@@ -82,6 +82,8 @@ class TrialResult:
     logical ones too), None when unset"""
     node_id: str | None = None
     """Ray node id it ran on (set by the sweep's writer; None outside a sweep)"""
+    hostname: str | None = None
+    """host it ran on (None for a result made on the driver: a lost trial's failed row)"""
 
     def seed_rows(self) -> list[dict[str, Any]]:
         """Per-seed summary dicts (what `grokray run --json` prints)."""

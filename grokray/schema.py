@@ -158,6 +158,8 @@ def trial_frame(result: TrialResult, sweep: str, run_id: str) -> pd.DataFrame:
         for name, v in sorted(s.metrics.items()):
             row[f"{METRIC_PREFIX}{name}"] = _f(v)
         row.update(prov)
+        if result.hostname:  # where the trial ran (the driver's host: a lost trial's row)
+            row["hostname"] = result.hostname
         row["ray_node_id"] = result.node_id
         row["cuda_visible_devices"] = result.cuda_visible_devices
         row["started_at"] = _utc(result.started_at)

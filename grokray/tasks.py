@@ -91,6 +91,17 @@ class Task:
         return int(self.y.shape[0])
 
 
+def pred_table(task: Task, pred: torch.Tensor) -> torch.Tensor | None:
+    """The predicted table [S, n, n] from predictions [S, N] over every task pair (None when
+    the task's pairs are not every (a, b) of its n elements)."""
+    n = task.n_in
+    if len(task) != n * n:
+        return None
+    table = pred.new_empty(pred.shape)
+    table[:, task.a * n + task.b] = pred
+    return table.view(-1, n, n)
+
+
 def make_task(group: str | Group, op: str | None = None) -> Task:
     """Group composition (op None or "compose") or a modular op on Z_p (group "Z<p>")."""
     import torch

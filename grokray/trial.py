@@ -2,7 +2,7 @@
 
 The runner does what every trial shares: it resolves the device, builds the task and each seed's
 split, hands a `TrialRun` to the family's trainer (`Family.train`: the gradient trainer in
-grokray/trainer.py, or a kernel machine's fit such as RFM's), turns a crash into `failed` seeds,
+grokray/trainer/, or a kernel machine's fit such as RFM's), turns a crash into `failed` seeds,
 and builds the `TrialResult`. A trainer records each seed's `SeedResult` in `run.outcome` and its
 curve rows (dicts with seed, step, train/val loss/acc, ...) in `run.rows`, and sets `n_params`.
 """
@@ -134,7 +134,7 @@ class TrialRun:
             finished_at=datetime.now(timezone.utc),
             seeds=[self.outcome[s] for s in self.cfg.seeds], curves=curves,
             group_order=int(self.task.n_in), snapshots=self.copied_snapshots + self.snapshots,
-            cuda_visible_devices=self.visible,
+            cuda_visible_devices=self.visible, hostname=socket.gethostname(),
         )
 
 

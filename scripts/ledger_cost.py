@@ -21,19 +21,18 @@ import time
 def main() -> int:
     import torch
 
+    from grokray import shipped
     from grokray.commands.reproduce import ledger_specs
     from grokray.sweep.spec import load_spec
     from grokray.trial import run_trial
-    from grokray_analysis.ledger import repo_root
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--only", nargs="*")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    root = repo_root()
     for rel in ledger_specs("cpu"):
-        spec = load_spec(str(root / rel))
+        spec = load_spec(shipped.path_of(rel))
         if args.only and spec.name not in args.only:
             continue
         for cfg in spec.trials():

@@ -20,7 +20,6 @@ from grokray_analysis.ledger.claims import (
     SCALES,
     Claim,
     load_claims,
-    repo_root,
 )
 from grokray_analysis.ledger.measures import (
     MEASURES,
@@ -54,7 +53,7 @@ __all__ = [
     "SAME_DIRECTION", "SCALES", "VERDICTS", "Claim", "Ledger", "LedgerRow", "Measured", "all_grok",
     "axiom_lead", "bound_ci", "capacity", "claim", "drift_ratio", "eff_modes", "ledger",
     "ledger_table", "load_claims", "measure", "median_grok_step", "mlp_fails", "never_groks",
-    "no_delay", "repo_root", "scaling_alpha", "speedup", "verdict_of", "wedderburn",
+    "no_delay", "scaling_alpha", "speedup", "verdict_of", "wedderburn",
     "write_ledger",
 ]
 

@@ -15,7 +15,6 @@ import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from importlib.resources import files
-from pathlib import Path
 from typing import Any
 
 from grokray_analysis import papers
@@ -26,8 +25,9 @@ PAPERS = {"forge": papers.FORGE, "geom": papers.GEOM, "rfm": papers.RFM}
 
 CLAIMS_FILE = "claims.yaml"
 SCALES = {"cpu": "sweeps/cpu", "paper": "sweeps/paper"}
-"""the ledger's scales -> the directory of their sweep specs (relative to the repository root);
-a claim's own fields are the CPU scale's, its `scales` block the others'"""
+"""the ledger's scales -> the directory of their sweep specs (under the shipped sweeps/ folder,
+which an install carries: grokray/shipped.py); a claim's own fields are the CPU scale's, its
+`scales` block the others'"""
 BASE_SCALE = "cpu"
 SCALE_KEYS = ("spec", "sweep", "where", "measure", "params", "analyze", "why_not")
 """what a claim's `scales` block may set for a scale"""
@@ -48,8 +48,8 @@ class Claim:
     paper_text: str
     """How the paper states it."""
     spec: str = ""
-    """The sweep spec (relative to the repository root; the CPU scale's, another scale's through
-    `at`); "" when none exists."""
+    """The sweep spec (its path under the shipped sweeps/ folder, e.g. sweeps/cpu/rfm.yaml; the
+    CPU scale's, another scale's through `at`); "" when none exists."""
     sweep: str = ""
     """The spec's sweep name: the output dir the claim reads (OUT/<sweep>)."""
     where: Mapping[str, Any] = field(default_factory=dict)
@@ -84,12 +84,6 @@ class Claim:
             over = {"spec": "", "sweep": "", "measure": "", "where": {}, "params": {},
                     "analyze": "", **over}
         return replace(self, **over, scales={})
-
-
-def repo_root() -> Path:
-    """The directory holding sweeps/ (the repository root): claims' spec paths are relative
-    to it."""
-    return Path(__file__).resolve().parents[2]
 
 
 def load_claims(text: str | None = None) -> tuple[Claim, ...]:

@@ -6,10 +6,9 @@ Each sweep is an ordinary sweep into DIR/<sweep name> (resume by row identity, o
 dir, like `grokray sweep`), so a second call runs only what is missing: an interrupted ledger
 continues where it stopped. The sweeps are those the ledger's claims read
 (grokray_analysis.ledger.CLAIMS) at that scale (`Claim.at`: cpu, sweeps/cpu/; paper,
-sweeps/paper/),
-in claim order. One Ray session serves every sweep: an embedded local Ray, or the cluster at
---address. Ctrl-C (or SIGTERM) stops the sweep running, then the ledger is
-written from what is on disk and the command exits 130 (143).
+sweeps/paper/; the shipped files, grokray/shipped.py), in claim order. One Ray session serves
+every sweep: an embedded local Ray, or the cluster at --address. Ctrl-C (or SIGTERM) stops the
+sweep running, then the ledger is written from what is on disk and the command exits 130 (143).
 
 Progress: each trial's line (or the live panel) names the sweep (k of N), the ledger's elapsed
 time and the wall time the cost model (grokray/cost) expects for the sweeps after it; the dry
@@ -65,8 +64,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def ledger_specs(scale: str) -> list[str]:
-    """Spec paths (relative to the repository root) of the ledger's sweeps at `scale`, in claim
-    order: the `spec` of each claim of analysis/ledger/claims.yaml at that scale."""
+    """Spec paths (under sweeps/, as the claims name them; grokray.shipped.path_of finds the
+    file) of the ledger's sweeps at `scale`, in claim order: the `spec` of each claim of
+    analysis/ledger/claims.yaml at that scale."""
     from grokray_analysis.ledger import CLAIMS
 
     return list(dict.fromkeys(c.at(scale).spec for c in CLAIMS if c.at(scale).spec))
@@ -126,13 +126,11 @@ def main(args: argparse.Namespace) -> int:
 
     from grokray.errors import GrokrayError
     from grokray.sweep.spec import load_spec
-    from grokray_analysis.ledger import repo_root
 
     if args.local and args.address:
         raise GrokrayError("--local runs in this process; drop --address (or --local)")
     pack_setting(args)  # a bad --pack: one line, exit 2, before any work
-    root = repo_root()
-    specs = [dataclasses.replace(load_spec(str(root / rel)), out=args.out)
+    specs = [dataclasses.replace(load_spec(_spec_file(rel)), out=args.out)
              for rel in ledger_specs(args.scale)]
     if args.only:
         known = {s.name for s in specs} | {Path(s.path).stem for s in specs}
@@ -162,7 +160,7 @@ def main(args: argparse.Namespace) -> int:
             signals.install()  # after Ray's start, which sets handlers of its own
             for k, spec in enumerate(specs, 1):
                 progress.at(k, spec.name)
-                rec = _run_sweep(spec, session, args, progress, root)
+                rec = _run_sweep(spec, session, args, progress)
                 if rec is not None:
                     timings.append(rec)
     except KeyboardInterrupt:  # the running sweep recorded itself; its finished trials are kept
@@ -173,7 +171,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run_sweep(spec: Any, session: Any, args: argparse.Namespace,  # noqa: ANN401
-               progress: LedgerProgress, root: Path) -> dict[str, Any] | None:
+               progress: LedgerProgress) -> dict[str, Any] | None:
     """Run one sweep's missing trials under its writer lock; its timing record (None when it
     had nothing to run)."""
     from datetime import datetime, timezone
@@ -189,8 +187,7 @@ def _run_sweep(spec: Any, session: Any, args: argparse.Namespace,  # noqa: ANN40
                   flush=True)
             return None
         rec: dict[str, Any] = {
-            "sweep": spec.name, "spec": str(Path(spec.path).resolve().relative_to(root))
-            if Path(spec.path).resolve().is_relative_to(root) else spec.path,
+            "sweep": spec.name, "spec": _spec_name(spec.path),
             "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "load_start": load_avg(), "trials_todo": plan.n_todo_trials,
             **model_record(progress.estimates[progress.k - 1]),
@@ -210,6 +207,24 @@ def _run_sweep(spec: Any, session: Any, args: argparse.Namespace,  # noqa: ANN40
           f"{rec['trial_cpu_s']:.0f} CPU s in trials (longest trial {rec['max_trial_cpu_s']:.0f} "
           f"CPU s); {failed} failed; load {rec['load_start']} -> {rec['load_end']}", flush=True)
     return rec
+
+
+def _spec_file(rel: str) -> str:
+    """A ledger spec's file: the shipped one its claims name, else `rel` itself as a path."""
+    from grokray import shipped
+
+    entry = shipped.find(rel)
+    return str(entry.path) if entry is not None else rel
+
+
+def _spec_name(path: str) -> str:
+    """A shipped spec as the claims name it (sweeps/cpu/scaling.yaml), another as given."""
+    from grokray import shipped
+
+    root = shipped.root().resolve()
+    p = Path(path).resolve()
+    return f"{shipped.FOLDER}/{p.relative_to(root).as_posix()}" if p.is_relative_to(root) \
+        else path
 
 
 def _record(rec: dict[str, Any], writer: Any, wall: float, *, interrupted: bool) -> None:  # noqa: ANN401

@@ -22,7 +22,9 @@ def add_parser(subparsers: Any) -> None:
         "run", help="run one trial (S seeds of one config) in-process",
         description="Run one trial in-process. Dotted keys override any config field.",
     )
-    p.add_argument("config", nargs="?", help="single-trial YAML config (default: built-ins)")
+    p.add_argument("config", nargs="?",
+                   help="single-trial YAML config file, or the name of a shipped one (e.g. "
+                        "run/mlp_z97; `grokray specs`); default: the built-in defaults")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. --set model.rank=32 --set group=S4")
     p.add_argument("--seeds", type=int, metavar="N", help="use seeds 0..N-1")
@@ -47,9 +49,10 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 def build_config(args: argparse.Namespace):
     """The TrialConfig from the YAML file, the --set overrides and --seeds."""
+    from grokray import shipped
     from grokray.config import TrialConfig, load_yaml
 
-    cfg = load_yaml(args.config) if args.config else TrialConfig()
+    cfg = load_yaml(shipped.resolve(args.config, shipped.RUN)) if args.config else TrialConfig()
     over: dict[str, Any] = parse_overrides(args.overrides)
     if args.seeds is not None:
         if args.seeds < 1:
@@ -110,7 +113,7 @@ def _train_and_report(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - T
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from grokray.trainer import run_trial
+    from grokray.trial import run_trial
 
     if args.threads:
         torch.set_num_threads(args.threads)

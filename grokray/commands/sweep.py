@@ -13,11 +13,13 @@ from collections.abc import Iterator
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "sweep",
-        help="run a sweep spec (sweeps/*.yaml) on Ray; resumes where it stopped",
+        help="run a sweep spec (a file, or a shipped name: grokray specs) on Ray; resumes "
+             "where it stopped",
         description="Run every trial of a sweep spec that has no row yet in OUT/<sweep>/; "
                     "each finished trial is written to Parquet at once.",
     )
-    p.add_argument("spec", help="sweep spec YAML (e.g. sweeps/smoke.yaml)")
+    p.add_argument("spec", help="sweep spec YAML file, or the name of a shipped one (e.g. smoke, "
+                                "cpu/scaling; `grokray specs` lists them)")
     p.add_argument("--dry-run", action="store_true",
                    help="print trials, seeds, axes, what is done, the work left and its estimated "
                         "CPU, wall and GPU hours (grokray/cost); run nothing")
@@ -194,11 +196,12 @@ def _seeds_text(seeds: list[int]) -> str:
 def main(args: argparse.Namespace) -> int:
     import dataclasses
 
+    from grokray import shipped
     from grokray.errors import GrokrayError
     from grokray.sweep import store
     from grokray.sweep.spec import load_spec
 
-    spec = load_spec(args.spec)
+    spec = load_spec(shipped.resolve(args.spec, shipped.SWEEP))
     if args.out:
         spec = dataclasses.replace(spec, out=args.out)
     if args.force and args.rerun_failed:
@@ -298,18 +301,29 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     writer = sweep_writer(plan, plain=args.plain)
     signals = on_signals()
     logs = ""
+    deadline = slurm_deadline()  # in a Slurm job: only trials that can end before its limit
+    later: list = []
     try:
         with signals, session or contextlib.nullcontext():
             signals.install()  # after Ray's start, which sets handlers of its own
             try:
-                run_sweep(plan, writer, session, pack_setting(args))
+                if deadline is None:
+                    run_sweep(plan, writer, session, pack_setting(args))
+                else:
+                    later = deadline.run(plan, lambda part: run_sweep(
+                        part, writer, session, pack_setting(args)), session)
             finally:
                 if session is not None:  # asked while still connected: Ray's temp dir
                     logs = session.logs_dir()
     except KeyboardInterrupt:  # Interrupted, or Ray's re-raise of it
         print(f"interrupted: {trials_written(plan)} trials written; run the same command to "
               "resume", file=sys.stderr, flush=True)
-        return signals.exit_code
+        return _slurm_exit(plan, deadline, signals.exit_code)
+    if later:  # trials that could not finish before the Slurm job's time limit
+        print(deadline.later_line(later), file=sys.stderr, flush=True)
+        from grokray.slurm import EXIT_MORE_TO_DO
+
+        return _slurm_exit(plan, deadline, EXIT_MORE_TO_DO, later)
     failed = sum(o.error is not None for o in writer.outcomes)
     logs = f"; Ray's logs: {logs}" if logs else ""
     print(f"sweep {spec.name}: {len(writer.outcomes)} trials written to {spec.sweep_dir} "
@@ -317,6 +331,31 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     if args.summary:
         _summary(spec.sweep_dir)
     return 0
+
+
+def slurm_deadline():  # noqa: ANN201 - grokray.slurm.deadline.Deadline | None
+    """The time limit of the Slurm job this driver runs in (None outside one)."""
+    import os
+
+    if not os.environ.get("SLURM_JOB_ID"):
+        return None
+    from grokray.slurm.deadline import from_env
+
+    return from_env()
+
+
+def _slurm_exit(plan, deadline, code: int, later=()) -> int:  # noqa: ANN001 - lazy types
+    """`code`, unless this Slurm allocation wrote nothing new: then one line and
+    EXIT_NO_PROGRESS, which the job's script does not requeue."""
+    if deadline is None:
+        return code
+    from grokray.slurm import EXIT_NO_PROGRESS
+    from grokray.slurm.deadline import progress
+
+    if progress(plan, deadline):
+        return code
+    print(deadline.no_progress_line(later), file=sys.stderr, flush=True)
+    return EXIT_NO_PROGRESS
 
 
 def _summary(sweep_dir: str) -> int:

@@ -10,6 +10,8 @@ time, the command, a random token, and a heartbeat time that the holder refreshe
 with code 2 naming the holder.
 
 A lock is stale, and is taken over with a one-line notice, when
+  - it names an earlier run of this process's Slurm job (SLURM_JOB_ID, SLURM_RESTART_COUNT):
+    Slurm starts a requeued job's next run only after the previous one ended, on any node, or
   - its host is this host and its pid is no longer running, or
   - its heartbeat is older than `STALE_S` seconds (any host: the holder's machine went away).
 Taking over renames the stale file aside (an atomic rename: of two processes taking over at
@@ -67,6 +69,19 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _slurm_run() -> dict[str, Any]:
+    """{"slurm_job", "slurm_run"} of the Slurm job this process runs in (its id and how many
+    times it was requeued before this run), {} outside one."""
+    job = os.environ.get("SLURM_JOB_ID", "").strip()
+    if not job:
+        return {}
+    try:
+        run = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
+    except ValueError:
+        run = 0
+    return {"slurm_job": job, "slurm_run": run}
+
+
 class WriterLock:
     """The lock of one output dir (a local path or a pyarrow URL)."""
 
@@ -80,6 +95,7 @@ class WriterLock:
             "host": socket.gethostname(), "pid": os.getpid(), "started_at": _now(),
             "heartbeat_at": _now(), "command": command, "token": secrets.token_hex(8),
         }
+        self.info.update(_slurm_run())
         self.notice: str | None = None
         """set when a stale lock was taken over (what it said)"""
         self._stop = threading.Event()
@@ -118,6 +134,11 @@ class WriterLock:
 
     def stale_reason(self, info: dict[str, Any]) -> str | None:
         """Why the lock described by `info` is stale, or None when its holder may be alive."""
+        ours = _slurm_run()
+        if ours and info.get("slurm_job") == ours["slurm_job"] and \
+                isinstance(info.get("slurm_run"), int) and info["slurm_run"] < ours["slurm_run"]:
+            return (f"it was held by run {info['slurm_run']} of Slurm job {ours['slurm_job']}, "
+                    f"which ended (this is run {ours['slurm_run']})")
         if info.get("host") == socket.gethostname() and isinstance(info.get("pid"), int):
             if _pid_alive(info["pid"]):
                 return None  # a live process on this host: never taken over

@@ -40,7 +40,7 @@ class Outcome:
 
 def default_trial_fn() -> TrialFn:
     """`grokray.trainer.run_trial`."""
-    from grokray.trainer import run_trial
+    from grokray.trial import run_trial
 
     return run_trial
 

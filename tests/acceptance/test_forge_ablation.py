@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from grokray.config import TrialConfig
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 
 ARMS = {
     "mlp": {"arch": "mlp"},

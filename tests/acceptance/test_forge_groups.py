@@ -18,7 +18,7 @@ import torch
 
 from grokray.config import TrialConfig
 from grokray.groups import SCALING_GROUPS, get_group
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 
 GROUPS = [g for g in SCALING_GROUPS if get_group(g).order <= 60]
 OUTSIDE = ["Z2xZ4", "Q16", "F20", "D4xZ3", "F39", "F42", "F52", "F55", "F57", "D30", "Z60"]

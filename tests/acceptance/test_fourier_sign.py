@@ -21,7 +21,7 @@ import pytest
 
 from grokray.schema import trial_frame
 from grokray.sweep.spec import load_spec
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 from grokray_analysis.signtest import sign_test
 from grokray_analysis.tables import render, signtest_tables
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from grokray.config import load_yaml
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 
 CONFIG = Path(__file__).resolve().parents[2] / "sweeps" / "run" / "mlp_z97.yaml"
 

@@ -14,7 +14,7 @@ idle 2-core CPU.
 import pytest
 
 from grokray.config import TrialConfig
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 
 pytestmark = pytest.mark.slow
 

@@ -27,8 +27,8 @@ from grokray.config import TrialConfig
 from grokray.metrics.spectra import fourier_mass, n_key_modes, top_mode
 from grokray.models import get_model
 from grokray.result import TrialResult
-from grokray.trainer import _Trial, run_trial
-from grokray.trial import TrialRun
+from grokray.trainer import Training
+from grokray.trial import TrialRun, run_trial
 
 P, TRAIN_FRAC, STEPS, EVAL_EVERY, LR, D = 59, 0.5, 1500, 25, 3e-3, 64
 SEEDS = [0, 1, 2]
@@ -101,12 +101,12 @@ def test_grokked_embeddings_have_few_key_frequencies(capsys):
     try:
         init = get_model("transformer")(cfg, P, P, SEEDS).embeddings()["E"].detach()
         run = TrialRun(cfg)
-        trial = _Trial(run)  # the trainer's own loop, kept to read the trained weights
+        trial = Training([run])  # the trainer's own loop, kept to read the trained weights
         trial.run()
         res = run.result()
     finally:
         torch.set_num_threads(threads)
-    E = trial.model.embeddings()["E"].detach()  # [S, p, d]
+    E = trial.stack.model.embeddings()["E"].detach()  # [S, p, d]
     share0, share = top_share(fourier_mass(init)), top_share(fourier_mass(E))  # [S]
     with capsys.disabled():
         print(f"\n  uniform, Z{P}, {STEPS} steps, grok steps {[s.grok_step for s in res.seeds]}:"

@@ -4,20 +4,23 @@ of them (its budget cut to seconds) run into the ledger's paper column."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import yaml
 
 from grokray.cli import main
 from grokray.commands import reproduce
-from grokray_analysis.ledger import NOT_RUN, repo_root
+from grokray_analysis.ledger import NOT_RUN
+
+ROOT = Path(__file__).resolve().parents[2]
 
 KEY = "forge.nonabelian.mlp_fails"
 
 
 def test_paper_scale_runs_into_the_paper_column(tmp_path, monkeypatch, capsys):
     # sweeps/paper/nonabelian.yaml as shipped (name, groups, arms), its budget cut to seconds
-    data = yaml.safe_load((repo_root() / "sweeps/paper/nonabelian.yaml").read_text())
+    data = yaml.safe_load((ROOT / "sweeps/paper/nonabelian.yaml").read_text())
     data.update(steps=40, eval_every=20, seeds=2)
     data["config"]["device"] = "cpu"
     tiny = tmp_path / "nonabelian.yaml"
@@ -48,7 +51,7 @@ def test_paper_dry_run_prices_every_paper_sweep(capsys):
     n = len(reproduce.ledger_specs("paper"))
     assert n == 10 and text.count("cost (this host") == n and "no cost model" not in text
     for spec in reproduce.ledger_specs("paper"):
-        assert f"-> /nonexistent/x/{yaml.safe_load(open(repo_root() / spec))['name']}" in text
+        assert f"-> /nonexistent/x/{yaml.safe_load(open(ROOT / spec))['name']}" in text
     total = text.split("estimated wall time left (cost model, one Ray session): ")[1]
     gpu = total.split("; GPU ")[1]
     upper, expected = (float(x.split(" h")[0]) for x in gpu.split(", ")[:2])

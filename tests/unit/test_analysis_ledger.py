@@ -16,6 +16,8 @@ from grokray_analysis import ledger as L
 from grokray_analysis.load import load
 from grokray_analysis.powerlaw import fit_power_law
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 @pytest.mark.parametrize(("paper", "value", "ci", "null", "log", "expected"), [
     (10.2, 8.0, (5.0, 12.0), 1.0, True, L.REPRODUCED),  # paper inside the interval
@@ -48,7 +50,7 @@ def _write_plan(d: Path, spec: str) -> None:
     from grokray.sweep.plan import make_plan, plan_record
     from grokray.sweep.spec import load_spec
 
-    store.write_plan(d, plan_record(make_plan(load_spec(str(L.repo_root() / spec)))))
+    store.write_plan(d, plan_record(make_plan(load_spec(str(ROOT / spec)))))
 
 
 def _rows(out, *, current_only=False, scale="cpu"):
@@ -247,7 +249,7 @@ def test_each_claim_names_its_specs_sweep_and_reproduce_runs_them():
 
     measured = [c for c in L.CLAIMS if c.spec]
     for c in measured:
-        assert load_spec(str(L.repo_root() / c.spec)).name == c.sweep, c.key
+        assert load_spec(str(ROOT / c.spec)).name == c.sweep, c.key
     assert ledger_specs("cpu") == list(dict.fromkeys(c.spec for c in measured))
     assert len(measured) == 22 and len(L.CLAIMS) == 24
 

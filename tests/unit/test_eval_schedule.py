@@ -11,7 +11,7 @@ from grokray.errors import ConfigError
 from grokray.evals import EvalSchedule, log_steps
 from grokray.metrics.grokking import GrokDetector
 from grokray.schema import trial_frame
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 from grokray_analysis.survival import durations, km_median, median_bracket
 
 torch.set_num_threads(1)

@@ -21,13 +21,15 @@ from grokray.sweep.spec import load_spec
 from grokray_analysis import ledger as L
 from grokray_analysis.ledger.output import SCALE_COLUMNS
 
+ROOT = Path(__file__).resolve().parents[2]
+
 KEY = "forge.nonabelian.mlp_fails"
 
 
 def _write_sweep(out: Path, spec_path: str, outcome) -> Path:
     """Every trial of the spec at `spec_path` (outcome(cfg, seed) -> (status, grok_step)) and
     its plan.json, into out/<name>, as `grokray sweep` writes them."""
-    spec = dataclasses.replace(load_spec(str(L.repo_root() / spec_path)), out=str(out))
+    spec = dataclasses.replace(load_spec(str(ROOT / spec_path)), out=str(out))
     now = datetime.now(timezone.utc)
     for cfg in spec.trials():
         seeds = []
@@ -127,11 +129,11 @@ def test_every_measured_claim_names_its_paper_sweep():
     measured = [c.at("paper") for c in L.CLAIMS if c.measure]
     assert all(c.spec.startswith("sweeps/paper/") for c in measured)
     for c in measured:
-        assert load_spec(str(L.repo_root() / c.spec)).name == c.sweep, c.key
+        assert load_spec(str(ROOT / c.spec)).name == c.sweep, c.key
     specs = ledger_specs("paper")
     assert specs == list(dict.fromkeys(c.spec for c in measured))
-    shipped = sorted(p.relative_to(L.repo_root()).as_posix()
-                     for p in (L.repo_root() / "sweeps" / "paper").glob("*.yaml"))
+    shipped = sorted(p.relative_to(ROOT).as_posix()
+                     for p in (ROOT / "sweeps" / "paper").glob("*.yaml"))
     assert sorted(specs) == shipped  # every paper-scale spec is a ledger sweep
     # a claim no sweep measures keeps its reason at paper scale
     assert L.claim("forge.qm9").at("paper").why_not == L.claim("forge.qm9").why_not

@@ -10,7 +10,7 @@ import torch
 from grokray.config import TrialConfig
 from grokray.metrics.norms import weight_norms
 from grokray.models.mlp import MLP
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 from grokray_analysis.curves import curve_bands, expand_metrics
 from grokray_analysis.errors import AnalysisError
 

@@ -6,7 +6,7 @@ import torch
 
 from grokray.config import TrialConfig
 from grokray.pack import pack_key, run_pack
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 
 torch.set_num_threads(1)  # tiny tensors: extra threads only contend on a shared CPU
 

@@ -1,5 +1,6 @@
 """What pyproject.toml installs: every package folder under grokray/ and analysis/ is listed
-(the analysis folder installs as `grokray_analysis`), and no code imports the folder's own name."""
+(the analysis folder installs as `grokray_analysis`, the sweeps/ folder as the data package
+`grokray_sweeps` with every YAML file under it), and no code imports the folder's own name."""
 
 import re
 from pathlib import Path
@@ -14,14 +15,28 @@ def _setuptools() -> dict:
 
 
 def test_every_package_folder_is_listed():
-    folders = {"grokray": "grokray", "analysis": "grokray_analysis"}
+    folders = {"grokray": "grokray", "analysis": "grokray_analysis", "sweeps": "grokray_sweeps"}
     found = set()
     for folder, name in folders.items():
         for init in (ROOT / folder).rglob("__init__.py"):
             rel = init.parent.relative_to(ROOT / folder).parts
             found.add(".".join((name, *rel)))
     assert set(_setuptools()["packages"]) == found
-    assert _setuptools()["package-dir"] == {"grokray_analysis": "analysis"}
+    assert _setuptools()["package-dir"] == {"grokray_analysis": "analysis",
+                                            "grokray_sweeps": "sweeps"}
+
+
+def test_every_shipped_yaml_is_package_data():
+    # sweeps/ holds YAML at its top and one folder down (cpu/, paper/, run/); the globs of
+    # package-data must cover each file, or a wheel silently lacks it
+    from fnmatch import fnmatch
+
+    globs = _setuptools()["package-data"]["grokray_sweeps"]
+    files = [p.relative_to(ROOT / "sweeps").as_posix() for p in (ROOT / "sweeps").rglob("*")
+             if p.is_file() and p.suffix != ".py" and "__pycache__" not in p.parts]
+    assert len(files) > 30
+    assert [f for f in files if not any(fnmatch(f, g) and f.count("/") == g.count("/")
+                                        for g in globs)] == []
 
 
 def test_no_code_imports_the_folder_name():

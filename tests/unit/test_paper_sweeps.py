@@ -5,15 +5,18 @@ its group's faithful-block rank and d unless its subject is capacity (`capacity_
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pytest
 
 from grokray.cprank.faithful import smallest_faithful
 from grokray.groups import get_group
 from grokray.sweep.spec import load_spec
-from grokray_analysis.ledger import CLAIMS, repo_root
+from grokray_analysis.ledger import CLAIMS
 
-PAPER = sorted((repo_root() / "sweeps" / "paper").glob("*.yaml"))
+ROOT = Path(__file__).resolve().parents[2]
+
+PAPER = sorted((ROOT / "sweeps" / "paper").glob("*.yaml"))
 
 
 @functools.cache
@@ -31,7 +34,7 @@ def _header(path) -> str:
 def test_paper_spec_header_names_its_claims_and_cost(path):
     head = _header(path)
     assert head.startswith("# Paper scale (grokray reproduce --scale paper)")
-    rel = path.relative_to(repo_root()).as_posix()
+    rel = path.relative_to(ROOT).as_posix()
     keys = [c.key for c in CLAIMS if c.at("paper").spec == rel]
     assert keys
     for k in keys:  # by key, or by its family (forge.z97.speedup.*)
@@ -55,7 +58,7 @@ def test_paper_spec_asks_for_a_gpu_and_a_faithful_forge(path):
 
 
 def test_only_the_capacity_grid_goes_below_the_bound():
-    spec = load_spec(str(repo_root() / "sweeps" / "paper" / "capacity.yaml"))
+    spec = load_spec(str(ROOT / "sweeps" / "paper" / "capacity.yaml"))
     assert spec.capacity_study
     b = _bound("S4")
     cells = {(c.model.rank, c.model.d) for c in spec.trials()}

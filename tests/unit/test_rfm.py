@@ -163,7 +163,7 @@ def test_unknown_kernel_raises_config_error():
 
 def test_run_trial_dispatches_rfm_and_fills_the_result():
     from grokray.config import TrialConfig
-    from grokray.trainer import run_trial
+    from grokray.trial import run_trial
 
     cfg = TrialConfig.from_dict({"group": "Z7", "op": "mul", "arch": "rfm", "train_frac": 0.6,
                                  "seeds": [0, 1], "device": "cpu", "rfm": {"iters": 2}})

@@ -13,7 +13,7 @@ from grokray.config import TrialConfig
 from grokray.errors import GrokrayError
 from grokray.evals import EvalSchedule
 from grokray.sweep import store
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 
 torch.set_num_threads(1)
 

@@ -3,11 +3,13 @@ import math
 import pytest
 import torch
 
+import grokray.trainer.chunks
+import grokray.trainer.loop
 from grokray.config import OptimConfig, TrialConfig
 from grokray.metrics.grokking import GrokDetector
 from grokray.optim.optimizers import SeedAdamW, SeedSGD
-from grokray.trainer import _Trial, run_trial
-from grokray.trial import TrialRun
+from grokray.trainer import Training
+from grokray.trial import TrialRun, run_trial
 
 torch.set_num_threads(1)  # tiny tensors: extra threads only contend on a shared CPU
 
@@ -109,9 +111,9 @@ def test_nan_seed_diverges_others_continue():
     cfg = _cfg(arch="mlp")
     clean = run_trial(cfg)
     run = TrialRun(cfg)
-    t = _Trial(run)
+    t = Training([run])
     with torch.no_grad():
-        t.model.params["W2"][1] = math.nan
+        t.stack.model.params["W2"][1] = math.nan
     t.run()
     r = run.result()
     st = {s.seed: s for s in r.seeds}
@@ -156,10 +158,10 @@ def test_detector_rules():
 def test_failed_status_on_exception(monkeypatch):
     cfg = _cfg(arch="mlp", steps=20)
 
-    def boom(self, step):
+    def boom(stack, step):
         raise RuntimeError("kaboom\nsecond line")
 
-    monkeypatch.setattr(_Trial, "_train_step", boom)
+    monkeypatch.setattr(grokray.trainer.loop, "train_step", boom)
     r = run_trial(cfg)
     assert all(s.status == "failed" and s.error == "RuntimeError: kaboom" for s in r.seeds)
 
@@ -174,10 +176,9 @@ def test_rfm_runs_through_the_shared_runner():
 
 @pytest.mark.parametrize("arch", ["mlp", "forge"])
 def test_chunked_gradient_accumulation_equals_one_batch(monkeypatch, arch):
-    import grokray.trainer as trainer
-
     whole = run_trial(_cfg(arch=arch)).curves
-    monkeypatch.setattr(trainer, "TRAIN_LOGIT_BUDGET", 3 * 6 * 5)  # S=3, |S3|=6: chunks of 5
+    # S=3, |S3|=6: chunks of 5
+    monkeypatch.setattr(grokray.trainer.chunks, "TRAIN_LOGIT_BUDGET", 3 * 6 * 5)
     chunked = run_trial(_cfg(arch=arch)).curves
     for c in CURVE:
         torch.testing.assert_close(torch.tensor(chunked[c].to_numpy(dtype=float)),

@@ -11,7 +11,7 @@ from grokray.config import TrialConfig
 from grokray.errors import ConfigError
 from grokray.models import get_model
 from grokray.models.transformer import Transformer
-from grokray.trainer import run_trial
+from grokray.trial import run_trial
 
 NORMS = ("none", "layernorm", "rmsnorm", "spherical", "spherical_bounded")
 N = 5

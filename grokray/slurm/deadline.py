@@ -1,0 +1,157 @@
+"""The driver under a time limit: start only the trials that can finish before the allocation's
+end, in rounds, and say whether the allocation made progress.
+
+`grokray sweep` inside a Slurm job whose allocation has an end time (`allocation.end_time`)
+runs its plan through `Deadline.run` instead of all at once:
+
+    round:   the configs still to do, longest first, are laid on the run's slots as the cost
+             model prices them (upper bound: every seed to its budget, at this host's speed;
+             GPU trials at the model's nominal GPU time); a config is started only where it
+             would end before the driver must be done (the time-limit signal's moment, `stop_at`)
+    again:   after a round, with the time then left (trials that stopped early leave room)
+    stop:    when no config left fits: `later` holds them, for the job's next allocation
+
+A trial that cannot fit in any allocation (its estimate is longer than the whole `--time`) is
+never started, and the allocation that made no progress says so (`EXIT_NO_PROGRESS`) rather
+than being requeued again and again. A search (Optuna) samples its configs as it goes: it runs
+unrounded, until the signal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from grokray.slurm import allocation
+
+OVERHEAD_S = 5.0
+"""seconds a trial costs on top of the cost model's estimate (Tune's start, the write)"""
+
+
+def trial_seconds(cfg: Any, gpu: float = 0.0) -> float | None:  # noqa: ANN401 - TrialConfig
+    """Upper-bound seconds of `cfg` (every seed to its budget): CPU time at this host's sgemm
+    rate, or the nominal GPU time when the trial holds a GPU; None when its family has no cost
+    model."""
+    from grokray.cost import table as cost_table
+    from grokray.cost.host import host_gflops
+    from grokray.cost.model import has_model, trial_cost
+    from grokray.cost.steps import budget
+
+    if not has_model(cfg):
+        return None
+    c = trial_cost(cfg, [budget(cfg)] * len(cfg.seeds))
+    if gpu > 0:
+        return c.gpu_s + OVERHEAD_S
+    ref = float(cost_table.load()["reference_host"]["sgemm_gflops"])
+    rate, _ = host_gflops()
+    return c.cpu_s * ref / rate + OVERHEAD_S
+
+
+def fitting(configs: Sequence[Any], seconds: Sequence[float | None], slots: int,  # noqa: ANN401
+            left: float) -> tuple[list[int], list[int]]:
+    """Indices of `configs` that fit in `left` seconds on `slots` slots, laid longest first as
+    the executors take them (a slot takes the next config as soon as it is free), and of the
+    rest. A config without an estimate fits whenever a slot is free before `left`."""
+    order = sorted(range(len(configs)), key=lambda i: -(seconds[i] or 0.0))
+    free = [0.0] * max(1, slots)
+    fits, rest = [], []
+    for i in order:
+        start = free[0]
+        need = seconds[i] or 0.0
+        if start + need <= left and start < left:
+            heapq.heapreplace(free, start + need)
+            fits.append(i)
+        else:
+            rest.append(i)
+    return sorted(fits), sorted(rest)
+
+
+@dataclasses.dataclass
+class Deadline:
+    """When the driver must be done: `stop_at` (epoch seconds), the allocation's end less the
+    signal's lead."""
+
+    stop_at: float
+    job: str
+    started: float = dataclasses.field(default_factory=time.time)
+    secs: dict[str, float | None] = dataclasses.field(default_factory=dict)
+    """config_hash -> the estimate `run` used"""
+
+    def left(self) -> float:
+        return self.stop_at - time.time()
+
+    def run(self, plan: Any, run_part: Callable[[Any], None], session: Any) -> list[Any]:  # noqa: ANN401
+        """Run `plan`'s configs (`run_part(plan)` runs a plan: `grokray sweep`'s run_sweep) in
+        rounds of those that fit in the time left; the configs left for the next allocation
+        (empty when everything ran). A search runs whole."""
+        spec = plan.spec
+        if spec.search is not None or session is None:
+            run_part(plan)
+            return []
+        todo = list(plan.todo)
+        self.secs = secs = {c.config_hash(): trial_seconds(c, spec.gpu) for c in todo}
+        slots = session.slots(spec.cpu, spec.concurrency) if spec.gpu <= 0 else \
+            _gpu_slots(spec.gpu, spec.concurrency)
+        while todo:
+            fits, rest = fitting(todo, [secs[c.config_hash()] for c in todo], slots,
+                                 self.left())
+            if not fits:
+                break
+            now = [todo[i] for i in fits]
+            if rest:
+                print(f"grokray sweep: {len(now)} of {len(todo)} trials can finish in the "
+                      f"{self.left() / 60:.1f} min left of this allocation; the rest wait",
+                      flush=True)
+            run_part(dataclasses.replace(plan, todo=now))
+            todo = [todo[i] for i in rest]
+        return todo
+
+    def later_line(self, later: Sequence[Any]) -> str:  # noqa: ANN401
+        """What waits for the next allocation, and the longest of it."""
+        longest = max((s for c in later if (s := self.secs.get(c.config_hash()))),
+                      default=None)
+        how = f" (the longest about {longest / 60:.1f} min)" if longest else ""
+        return (f"grokray sweep: {len(later)} trials cannot finish in the "
+                f"{max(0.0, self.left()) / 60:.1f} min left of Slurm job {self.job}{how}; "
+                "they run in its next allocation")
+
+    def no_progress_line(self, later: Sequence[Any] = ()) -> str:  # noqa: ANN401
+        """The one line of an allocation that wrote nothing new."""
+        longest = max((s for c in later if (s := self.secs.get(c.config_hash()))),
+                      default=None)
+        need = (f"; its trials need up to {longest / 60:.1f} min each (cost model, every seed "
+                "to its budget): ask for a longer --time") if longest else ""
+        return (f"grokray sweep: no new row and no newer checkpoint in this allocation of Slurm "
+                f"job {self.job} ({(time.time() - self.started) / 60:.1f} min); a requeue would "
+                f"do the same, so the job stops here{need}")
+
+
+def _gpu_slots(gpu: float, concurrency: int | None) -> int:
+    import ray
+
+    n = int(ray.cluster_resources().get("GPU", 0) // gpu) if gpu else 1
+    return max(1, min(n, concurrency) if concurrency else n)
+
+
+def from_env(env: dict[str, str] | None = None) -> Deadline | None:
+    """The deadline of this Slurm job (None outside one, or without a time limit, or with
+    GROKRAY_SLURM_DEADLINE=off)."""
+    env = os.environ if env is None else env
+    job = allocation.job_id(env)
+    if job is None or env.get("GROKRAY_SLURM_DEADLINE", "").lower() == "off":
+        return None
+    end = allocation.end_time(job, env)
+    if end is None:
+        return None
+    return Deadline(stop_at=end - allocation.signal_lead(env), job=job)
+
+
+def progress(plan: Any, deadline: Deadline) -> bool:  # noqa: ANN401 - Plan
+    """Did this run write a row (or a checkpoint newer than its start)?"""
+    from grokray.sweep.runner import trials_written
+
+    return trials_written(plan) > 0

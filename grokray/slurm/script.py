@@ -1,0 +1,287 @@
+"""The sbatch script `grokray slurm` writes: `JobOptions` -> a readable bash script.
+
+What the script does, in order (each block is commented in the script itself; docs/cluster.md
+explains every line):
+
+1. `#SBATCH` lines: one task per node, the node count, CPUs, GPUs, memory, time, the output file
+   beside the sweep (appended to by each requeued run), `--signal=B:USR1@LEAD` (to the batch
+   shell only, LEAD seconds before the time limit) and `--requeue`.
+2. Environment (the user's to edit: modules, conda, containers): `cd` to the submit dir and
+   activate the submitter's own Python environment (its `sys.prefix`).
+3. Ray over the allocation: ports and a short node-local temp dir derived from the job id (two
+   jobs on one node never collide), the head's address from Slurm's node list resolved to a
+   real interface (never a loopback such as 127.0.1.1), a per-job auth token on every side
+   (RAY_AUTH_MODE=token), a head on the first node and `srun ... ray start --block` on the
+   others, each given the CPUs and the GPUs Slurm granted its task.
+4. The driver, `grokray sweep SPEC --address HEAD:PORT`, in the background with `wait`, so that
+   the batch shell's traps run at once: USR1 (the time limit coming) and TERM (`scancel --batch
+   --signal=TERM`: a graceful stop) are relayed to the driver alone as SIGTERM; it writes every
+   finished result and exits 143.
+5. Only this job's Ray is stopped (SIGTERM to its own `ray start --block` steps, each stopping
+   the processes it started; never a bare `ray stop`), its temp dirs removed; then, when the
+   driver said there is more to do and the stop was not the user's, `scontrol requeue`, at most
+   `max_requeues` times.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from grokray.slurm import EXIT_MORE_TO_DO, EXIT_NO_PROGRESS
+from grokray.slurm.timefmt import format_time
+
+PORT_BLOCK = 200
+"""ports per job: a job's ports are BASE .. BASE+199, BASE = 10000 + (job id % 250) * 200"""
+PORT_SLOTS = 250
+"""distinct port blocks (10000..59999): jobs whose ids differ by a multiple of it share one"""
+
+
+@dataclass
+class JobOptions:
+    """What `grokray slurm` was asked for, with absolute paths."""
+
+    spec: str
+    """the sweep spec (absolute)"""
+    sweep: str
+    """the sweep's name"""
+    out: str
+    """the output root passed to `grokray sweep --out` (absolute or a URL)"""
+    sweep_dir: str
+    """OUT/<sweep> (absolute or a URL)"""
+    slurm_dir: str
+    """where the script and the job's output file go (a local, shared path)"""
+    workdir: str
+    """the submit dir: the job `cd`s here"""
+    prefix: str
+    """the Python environment to activate (the submitter's sys.prefix)"""
+    activate: bool = True
+    """`prefix` has a bin/activate (a venv); else its bin is put first on PATH (conda)"""
+    nodes: int = 1
+    gpus_per_node: int = 0
+    cpus_per_node: int | None = None
+    mem: str | None = None
+    time_s: int = 3600
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    sbatch_args: list[str] = field(default_factory=list)
+    max_requeues: int = 3
+    signal_s: int = 120
+    """seconds before the time limit at which Slurm signals the batch shell"""
+    pack: str = "off"
+    job_name: str = ""
+
+    @property
+    def script_path(self) -> str:
+        return f"{self.slurm_dir}/{self.sweep}.sbatch"
+
+    @property
+    def output_path(self) -> str:
+        """The job's stdout and stderr (%j: the job id); each requeued run appends."""
+        return f"{self.slurm_dir}/{self.sweep}-%j.out"
+
+
+def _q(s: str) -> str:
+    return shlex.quote(str(s))
+
+
+def sbatch_lines(o: JobOptions) -> list[str]:
+    """The `#SBATCH` lines."""
+    lines = [
+        f"#SBATCH --job-name={o.job_name or 'grokray-' + o.sweep}",
+        f"#SBATCH --nodes={o.nodes}",
+        "#SBATCH --ntasks-per-node=1",
+    ]
+    if o.cpus_per_node:
+        lines.append(f"#SBATCH --cpus-per-task={o.cpus_per_node}")
+    if o.gpus_per_node:
+        lines.append(f"#SBATCH --gres=gpu:{o.gpus_per_node}")
+    if o.mem:
+        lines.append(f"#SBATCH --mem={o.mem}")
+    lines.append(f"#SBATCH --time={format_time(o.time_s)}")
+    for flag, v in (("partition", o.partition), ("account", o.account), ("qos", o.qos)):
+        if v:
+            lines.append(f"#SBATCH --{flag}={v}")
+    lines += [
+        f"#SBATCH --output={o.output_path}",
+        "#SBATCH --open-mode=append",
+        f"#SBATCH --signal=B:USR1@{o.signal_s}",
+        "#SBATCH --requeue",
+    ]
+    lines += [f"#SBATCH {a}" for a in o.sbatch_args]
+    return lines
+
+
+def environment_lines(o: JobOptions) -> list[str]:
+    """The environment block: cd, activate (the user's to edit)."""
+    act = (f"source {_q(o.prefix + '/bin/activate')}" if o.activate
+           else f"export PATH={_q(o.prefix + '/bin')}:\"$PATH\"")
+    return [
+        "# ---- environment: edit these lines for your site (module load ..., conda activate",
+        "# ---- ENV, or run the commands below inside a container; see docs/cluster.md)",
+        f"cd {_q(o.workdir)}",
+        act,
+        "",
+    ]
+
+
+def driver_command(o: JobOptions) -> str:
+    """`grokray sweep SPEC --out OUT --address ... --plain` as the script runs it."""
+    cmd = ["grokray", "sweep", _q(o.spec), "--out", _q(o.out)]
+    if o.pack and o.pack != "off":
+        cmd += ["--pack", _q(o.pack)]
+    return " ".join(cmd) + ' --address "$HEAD_IP:$RAY_PORT" --plain'
+
+
+def render(o: JobOptions) -> str:
+    """The whole sbatch script."""
+    head = [
+        "#!/bin/bash",
+        f"# grokray slurm: sweep {o.sweep} ({o.spec}) on Ray over a Slurm allocation.",
+        "# Written by `grokray slurm`; edit it and submit it again with:",
+        f"#   sbatch {_q(o.script_path)}",
+        "# Follow it:",
+        "#   squeue -j JOBID",
+        f"#   grokray status {_q(o.sweep_dir)}",
+        f"#   grokray dashboard {_q(o.out)}",
+        *sbatch_lines(o),
+        "set -uo pipefail",
+        "",
+        *environment_lines(o),
+        "",
+    ]
+    body = _BODY
+    for key, value in {
+        "@MAX_REQUEUES@": str(o.max_requeues),
+        "@SIGNAL_S@": str(o.signal_s),
+        "@PORT_SLOTS@": str(PORT_SLOTS),
+        "@PORT_BLOCK@": str(PORT_BLOCK),
+        "@DRIVER@": driver_command(o),
+        "@EXIT_MORE@": str(EXIT_MORE_TO_DO),
+        "@EXIT_NO_PROGRESS@": str(EXIT_NO_PROGRESS),
+    }.items():
+        body = body.replace(key, value)
+    return "\n".join(head) + body
+
+
+_BODY = r"""# ---- Ray over this allocation ----
+# Ports and temp dir come from the job id, so that two jobs on one node never collide. The
+# temp dir is node-local and short: Ray's Unix socket paths under it must stay under 107 bytes.
+JOB="$SLURM_JOB_ID"
+RUN="${SLURM_RESTART_COUNT:-0}"            # 0, then 1, 2, ... after each requeue
+# this job's ports: BASE .. BASE+@PORT_BLOCK@-1
+BASE=$(( 10000 + (JOB % @PORT_SLOTS@) * @PORT_BLOCK@ ))
+RAY_PORT=$BASE
+export RAY_TMP="/tmp/gr-$JOB"
+export RAY_PORTS="--node-manager-port=$((BASE + 1)) --object-manager-port=$((BASE + 2))
+  --ray-client-server-port=$((BASE + 3)) --dashboard-agent-grpc-port=$((BASE + 4))
+  --dashboard-agent-listen-port=$((BASE + 5)) --metrics-export-port=$((BASE + 6))
+  --runtime-env-agent-port=$((BASE + 7)) --min-worker-port=$((BASE + 20))
+  --max-worker-port=$((BASE + @PORT_BLOCK@ - 1))"
+# token auth on every side: the head, the workers and the driver read these
+export RAY_AUTH_MODE=token
+export RAY_AUTH_TOKEN="$(python -c 'import secrets; print(secrets.token_hex(32))')"
+# workers give up 10 s after the head is gone (Ray's default: 60 s)
+export RAY_gcs_rpc_server_reconnect_timeout_s=10
+# the driver reads the time-limit signal's lead to know when it must be done
+export GROKRAY_SLURM_SIGNAL_S=@SIGNAL_S@
+
+# The head runs on the first node of the allocation (where this script runs). Its address comes
+# from Slurm's node list; a name that resolves to a loopback address (Debian's 127.0.1.1) is
+# replaced by this node's first real interface.
+NODES=($(scontrol show hostnames "$SLURM_JOB_NODELIST"))
+HEAD="${NODES[0]}"
+HEAD_IP="$(getent ahostsv4 "$HEAD" | awk 'NR == 1 { print $1 }')"
+case "$HEAD_IP" in
+    "" | 127.*) HEAD_IP="$(hostname -I | awk '{ print $1 }')" ;;
+esac
+export HEAD_IP RAY_PORT
+
+# One Ray node, inside its srun task: the CPUs and GPUs Slurm granted this task (Slurm sets
+# CUDA_VISIBLE_DEVICES to the GPUs of the allocation; Ray hands them out to trials), its own
+# temp dir, this job's ports. Its pid goes beside the temp dir, for stop_ray.
+ray_node() {
+    local role="$1" cpus="${SLURM_CPUS_PER_TASK:-${SLURM_CPUS_ON_NODE:-1}}" gpus=0
+    if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+        gpus=$(tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c .)
+    fi
+    rm -rf "$RAY_TMP"
+    if [ "$role" = head ]; then   # head-only flags on a worker make its `ray start` fail
+        set -- --head --node-ip-address="$HEAD_IP" --port="$RAY_PORT" --include-dashboard=false
+    else
+        set -- --address="$HEAD_IP:$RAY_PORT"
+    fi
+    ray start --block "$@" $RAY_PORTS --temp-dir="$RAY_TMP" --num-cpus="$cpus" \
+        --num-gpus="$gpus" --disable-usage-stats &
+    echo $! > "$RAY_TMP.pid"
+    wait $!
+    rm -rf "$RAY_TMP" "$RAY_TMP.pid"
+}
+export -f ray_node
+
+# --overlap: the Ray steps and the driver (in this script) share the allocation's CPUs
+srun --nodes=1 --ntasks=1 --overlap -w "$HEAD" bash -c 'ray_node head' &
+RAY_STEPS=($!)
+for _ in $(seq 120); do   # the head's GCS answers
+    ray status --address="$HEAD_IP:$RAY_PORT" >/dev/null 2>&1 && break
+    sleep 1
+done
+if [ "${#NODES[@]}" -gt 1 ]; then
+    srun --nodes=$(( ${#NODES[@]} - 1 )) --ntasks=$(( ${#NODES[@]} - 1 )) --ntasks-per-node=1 \
+        --overlap --exclude="$HEAD" bash -c 'ray_node worker' &
+    RAY_STEPS+=($!)
+fi
+for _ in $(seq 120); do   # every node of the allocation joined
+    alive=$(ray status --address="$HEAD_IP:$RAY_PORT" 2>/dev/null | grep -c ' node_')
+    [ "${alive:-0}" -ge "${#NODES[@]}" ] && break
+    sleep 1
+done
+echo "grokray slurm: job $JOB run $RUN, Ray head $HEAD_IP:$RAY_PORT," \
+     "${alive:-0} of ${#NODES[@]} nodes"
+
+# This job's Ray only, never a bare `ray stop` (it stops every Ray on a shared node): SIGTERM to
+# each node's own `ray start --block`, which stops the processes it started; then its temp dir
+# goes. A step still running a minute later is ended by srun.
+stop_ray() {
+    srun --nodes="${#NODES[@]}" --ntasks="${#NODES[@]}" --ntasks-per-node=1 --overlap \
+        bash -c 'kill -TERM "$(cat "$RAY_TMP.pid" 2>/dev/null)" 2>/dev/null' 2>/dev/null
+    for _ in $(seq 60); do
+        kill -0 "${RAY_STEPS[@]}" 2>/dev/null || break
+        sleep 1
+    done
+    kill -TERM "${RAY_STEPS[@]}" 2>/dev/null
+    wait "${RAY_STEPS[@]}" 2>/dev/null
+}
+
+# ---- the sweep ----
+# In the background with `wait`: bash runs a trap only when the command it waits on returns,
+# and `wait` returns at once on a signal. USR1 (Slurm, @SIGNAL_S@ s before the time limit) and
+# TERM (`scancel --batch --signal=TERM`) reach this shell only; each is relayed to the driver
+# alone, which writes every finished result and exits 143.
+STOPPED_BY=""
+trap 'STOPPED_BY=limit; kill -TERM "$DRIVER" 2>/dev/null' USR1
+trap 'STOPPED_BY=user; kill -TERM "$DRIVER" 2>/dev/null' TERM
+@DRIVER@ &
+DRIVER=$!
+wait "$DRIVER"; rc=$?
+while kill -0 "$DRIVER" 2>/dev/null; do wait "$DRIVER"; rc=$?; done
+stop_ray
+
+# ---- requeue ----
+# 143: stopped by the time limit's signal; @EXIT_MORE@: no trial left could finish before the
+# limit. Either way the driver made progress (else it exits @EXIT_NO_PROGRESS@: a requeue would
+# do the same). The next run of this job resumes the sweep (on any node: the sweep's lock knows
+# it is the same job).
+if { [ "$rc" = 143 ] && [ "$STOPPED_BY" = limit ]; } || [ "$rc" = @EXIT_MORE@ ]; then
+    if [ "$RUN" -lt @MAX_REQUEUES@ ]; then
+        echo "grokray slurm: job $JOB run $RUN stopped (exit $rc); requeued" \
+             "(run $((RUN + 1)) of at most $((@MAX_REQUEUES@ + 1)))"
+        scontrol requeue "$JOB"
+        exit 0
+    fi
+    echo "grokray slurm: job $JOB stopped after $((RUN + 1)) runs (--max-requeues" \
+         "@MAX_REQUEUES@); submit the script again to go on"
+fi
+exit "$rc"
+"""

@@ -1,0 +1,285 @@
+"""`grokray slurm` without Slurm: time parsing, the allocation's end, which trials fit before
+it, the lock a requeued run takes over, the dry run, and bad input (one line, exit 2, before
+anything is submitted)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from datetime import datetime
+
+import pytest
+
+from grokray.cli import main
+from grokray.errors import GrokrayError
+from grokray.slurm import allocation
+from grokray.slurm.deadline import Deadline, fitting
+from grokray.slurm.timefmt import format_time, parse_time, slurm_seconds
+from grokray.sweep.lock import LOCK, LockHeld, WriterLock
+
+TINY = """\
+name: tiny
+out: {out}
+config: {{group: Z5, arch: mlp, device: cpu, train_frac: 0.5}}
+axes:
+  optim.lr: [0.001, 0.002]
+seeds: 2
+steps: 100
+eval_every: 50
+resources: {{cpu: 1, gpu: 0}}
+"""
+
+
+@pytest.mark.parametrize("text, seconds", [
+    ("30", 1800), ("01:30", 90), ("1:00:00", 3600), ("04:00:00", 14400), ("1-2", 93600),
+    ("1-02:30", 95400), ("2-00:00:01", 172801), (" 10 ", 600),
+])
+def test_parse_time(text, seconds):
+    assert parse_time(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1:61:00", "0", "00:00:00", "1-25:00",
+                                  "1:2:3:4", "-5", "1h"])
+def test_parse_time_refuses(text):
+    with pytest.raises(GrokrayError, match="valid: MM, MM:SS, HH:MM:SS"):
+        parse_time(text)
+
+
+def test_format_time_round_trips():
+    for s in (60, 3599, 3600, 86399, 86400, 172801):
+        assert parse_time(format_time(s)) == s
+    assert format_time(93600) == "1-02:00:00" and format_time(90) == "00:01:30"
+    assert slurm_seconds(90) == 120 and slurm_seconds(120) == 120
+
+
+def test_end_time_from_env_and_squeue_format(monkeypatch):
+    env = {"SLURM_JOB_ID": "7", "SLURM_JOB_END_TIME": "1900000000"}
+    assert allocation.end_time(env=env) == 1900000000.0
+    assert allocation.end_time(env={}) is None  # not in a job
+    local = datetime(2026, 12, 3, 14, 5, 0)
+    assert allocation.parse_end("2026-12-03T14:05:00") == local.timestamp()
+    for text in ("N/A", "Unknown", "NONE", ""):
+        assert allocation.parse_end(text) is None
+    # no SLURM_JOB_END_TIME (Slurm before 23.02): squeue's %e
+    monkeypatch.setattr(allocation, "_ask", lambda cmd: "2026-12-03T14:05:00\n"
+                        if cmd[0] == "squeue" else "")
+    assert allocation.end_time(env={"SLURM_JOB_ID": "7"}) == local.timestamp()
+    monkeypatch.setattr(allocation, "_ask", lambda cmd: "" if cmd[0] == "squeue" else
+                        "JobId=7 JobName=x EndTime=2026-12-03T14:05:00 Deadline=N/A")
+    assert allocation.end_time(env={"SLURM_JOB_ID": "7"}) == local.timestamp()
+    assert allocation.signal_lead({"GROKRAY_SLURM_SIGNAL_S": "90"}) == 90.0
+    assert allocation.restart_count({"SLURM_RESTART_COUNT": "2"}) == 2
+
+
+def test_fitting_lays_longest_first_on_slots():
+    cfgs = list("abcdef")
+    secs = [50.0, 10.0, 40.0, 30.0, None, 200.0]
+    # 2 slots, 100 s: f (200) never fits; a (50) and c (40) start at 0; d (30) after c at 40
+    # -> ends 70; b (10) after a at 50 -> 60; e (no estimate) at 60
+    fits, rest = fitting(cfgs, secs, 2, 100.0)
+    assert [cfgs[i] for i in fits] == list("abcde") and [cfgs[i] for i in rest] == ["f"]
+    fits, rest = fitting(cfgs, secs, 1, 60.0)
+    assert [cfgs[i] for i in fits] == ["a", "b"]
+    fits, rest = fitting(cfgs, secs, 4, 0.0)
+    assert fits == [] and len(rest) == 6
+
+
+def test_deadline_lines():
+    d = Deadline(stop_at=time.time() + 600, job="42", secs={"h": 900.0})
+
+    class C:
+        def config_hash(self):
+            return "h"
+    assert "15.0 min" in d.later_line([C()]) and "job 42" in d.later_line([C()])
+    line = d.no_progress_line([C()])
+    assert "no new row and no newer checkpoint" in line and "longer --time" in line
+
+
+def test_lock_taken_over_by_the_same_jobs_next_run(tmp_path, monkeypatch):
+    """A requeued run (any host) takes over the lock of an earlier run of its own job; another
+    job, or the same run, does not."""
+    d = tmp_path / "sweep"
+    d.mkdir()
+
+    def held_by(job, run, host="another-node"):
+        (d / LOCK).write_text(json.dumps({"host": host, "pid": 1, "started_at": "t",
+                                          "command": "grokray sweep", "token": "x",
+                                          "slurm_job": job, "slurm_run": run}))
+        os.utime(d / LOCK)  # a fresh heartbeat: not stale by age
+
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "2")
+    held_by("77", 1)
+    with WriterLock(str(d), "grokray sweep") as lock:
+        assert "run 1 of Slurm job 77, which ended (this is run 2)" in lock.notice
+        info = json.loads((d / LOCK).read_text())
+        assert info["slurm_job"] == "77" and info["slurm_run"] == 2
+    for job, run in (("78", 1), ("77", 2)):
+        held_by(job, run)
+        with pytest.raises(LockHeld, match="another-node"):
+            WriterLock(str(d), "grokray sweep").acquire()
+    monkeypatch.delenv("SLURM_JOB_ID")
+    held_by("77", 1)
+    with pytest.raises(LockHeld):
+        WriterLock(str(d), "grokray sweep").acquire()
+
+
+def test_trial_records_its_own_host():
+    from grokray.config import TrialConfig
+    from grokray.schema import trial_frame
+    from grokray.trial import run_trial
+
+    cfg = TrialConfig.from_dict({"group": "Z5", "arch": "mlp", "steps": 20, "eval_every": 10,
+                                 "seeds": [0], "device": "cpu"})
+    res = run_trial(cfg)
+    assert res.hostname == socket.gethostname()
+    res.hostname = "node-7"  # as if it ran elsewhere than the driver
+    assert trial_frame(res, "s", "r")["hostname"].tolist() == ["node-7"]
+
+
+# ---------------------------------------------------------------- the command
+
+
+def _spec(tmp_path, out=None):
+    p = tmp_path / "tiny.yaml"
+    p.write_text(TINY.format(out=out or tmp_path / "results"))
+    return p
+
+
+def test_dry_run_prints_script_and_allocations(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch: a dry run does not need it
+    spec = _spec(tmp_path)
+    rc = main(["slurm", str(spec), "--dry-run", "--nodes", "2", "--cpus-per-node", "4",
+               "--time", "00:30:00", "--partition", "short"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert out.startswith("#!/bin/bash") and "#SBATCH --nodes=2" in out
+    assert "#SBATCH --partition=short" in out and "#SBATCH --time=00:30:00" in out
+    assert "allocation: 2 nodes x 00:30:00 = 1.00 node-hours; 4 CPUs per node; 8 trial slots" \
+        in out
+    assert "likely 1 allocation, at most 1" in out
+    assert "to run: 2 trials, 4 seed-runs" in out
+    assert not (tmp_path / "results").exists()  # a dry run writes nothing
+
+
+def test_dry_run_counts_allocations(tmp_path, capsys):
+    from grokray.slurm.costs import AllocationFit, fit_text
+
+    f = AllocationFit(slots=4, usable_s=3000.0, wall_s_expected=7000.0, wall_s_upper=20000.0,
+                      longest_s=4000.0, cpu_per_node=4, cpus_given=True)
+    text = fit_text(f, 1, 3600, 120, max_requeues=3)
+    assert "likely 3 allocations, at most 7" in text
+    assert "--max-requeues 3 allows 4 allocations" in text
+    assert "longer than an allocation" in text
+
+
+def test_warns_for_node_local_paths(tmp_path, capsys, monkeypatch):
+    from grokray.commands.slurm import node_local
+
+    assert node_local("/tmp/x") and node_local("/dev/shm/y") and not node_local("s3://b/x")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    assert node_local(str(tmp_path / "results"))
+    assert main(["slurm", str(_spec(tmp_path)), "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: the spec" in err and "node-local" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--time", "90min"], "is not a Slurm time"),
+    (["--nodes", "0"], "--nodes 0: at least 1"),
+    (["--max-requeues", "-1"], "0 or more"),
+    (["--signal-lead", "3000", "--time", "00:10:00"], "--signal-lead 3000"),
+    (["--pack", "many"], "pack"),
+    (["--sbatch-arg", "constraint=a100"], "one sbatch option"),
+])
+def test_bad_input_is_one_line_exit_2(tmp_path, capsys, args, message):
+    rc = main(["slurm", str(_spec(tmp_path)), "--dry-run", *args])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and message in err and len(err.splitlines()) == 1, err
+
+
+def test_no_sbatch_is_one_line_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    rc = main(["slurm", str(_spec(tmp_path))])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "no 'sbatch' on PATH" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "results").exists()
+
+
+def test_spec_error_and_unwritable_out(tmp_path, capsys, monkeypatch):
+    sbatch = tmp_path / "bin" / "sbatch"
+    sbatch.parent.mkdir()
+    sbatch.write_text("#!/bin/sh\necho submitted >> " + str(tmp_path / "calls") + "\n")
+    sbatch.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{sbatch.parent}:{os.environ['PATH']}")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\naxes:\n  nosuch.key: [1, 2]\n")
+    assert main(["slurm", str(bad)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    blocker = tmp_path / "file"
+    blocker.write_text("not a dir")
+    assert main(["slurm", str(_spec(tmp_path)), "--out", str(blocker / "out")]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert not (tmp_path / "calls").exists()  # nothing was submitted
+
+
+def test_submits_and_prints_how_to_follow(tmp_path, capsys, monkeypatch):
+    sbatch = tmp_path / "bin" / "sbatch"
+    sbatch.parent.mkdir()
+    sbatch.write_text("#!/bin/sh\necho \"$@\" > " + str(tmp_path / "calls") + "\necho 123\n")
+    sbatch.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{sbatch.parent}:{os.environ['PATH']}")
+    monkeypatch.chdir(tmp_path)
+    assert main(["slurm", str(_spec(tmp_path)), "--time", "10", "--max-requeues", "1"]) == 0
+    out = capsys.readouterr().out
+    script = tmp_path / "results" / "tiny" / "slurm" / "tiny.sbatch"
+    assert (tmp_path / "calls").read_text().split() == ["--parsable", str(script)]
+    assert f"wrote {script}" in out and "submitted Slurm job 123" in out
+    assert "squeue -j 123" in out and f"grokray status {tmp_path / 'results' / 'tiny'}" in out
+    assert "scancel --batch --signal=TERM 123" in out
+    text = script.read_text()
+    assert os.access(script, os.X_OK) and f"cd {tmp_path}" in text
+    assert '[ "$RUN" -lt 1 ]' in text and "#SBATCH --time=00:10:00" in text
+
+
+def test_deadline_runs_rounds_of_what_fits(monkeypatch):
+    """Round 1 starts what fits in the time left; after it, with the time then left, round 2
+    starts what fits now; what never fits is left for the next allocation."""
+    import dataclasses
+
+    from grokray.slurm import deadline as dl
+
+    @dataclasses.dataclass
+    class Cfg:
+        name: str
+        secs: float
+
+        def config_hash(self):
+            return self.name
+
+    @dataclasses.dataclass
+    class Plan:
+        spec: object
+        todo: list
+
+    class Spec:
+        search, gpu, cpu, concurrency = None, 0.0, 1.0, None
+
+    class Session:
+        def slots(self, cpu, concurrency):
+            return 2
+
+    monkeypatch.setattr(dl, "trial_seconds", lambda cfg, gpu=0.0: cfg.secs)
+    lefts = iter([100.0, 100.0, 60.0, 60.0, 5.0])
+    monkeypatch.setattr(dl.Deadline, "left", lambda self: next(lefts))
+    todo = [Cfg("a", 50), Cfg("b", 40), Cfg("c", 70), Cfg("d", 55), Cfg("e", 500)]
+    ran = []
+    later = dl.Deadline(stop_at=0, job="9").run(Plan(Spec(), todo),
+                                                lambda p: ran.append([c.name for c in p.todo]),
+                                                Session())
+    # 100 s on 2 slots, longest first: c 0-70, d 0-55, then a (55-105) is too late and b
+    # (55-95) fits; with 60 s left, a fits; e (500 s) never does
+    assert ran == [["b", "c", "d"], ["a"]]
+    assert [c.name for c in later] == ["e"]
