@@ -23,9 +23,10 @@ import pandas as pd
 import torch
 import yaml
 
-from grokray.sweep.local_executor import LocalExecutor
-from grokray.sweep.runner import make_plan, run_plan
+from grokray.sweep.executors.local import LocalExecutor
+from grokray.sweep.plan import make_plan
 from grokray.sweep.spec import load_spec
+from grokray.sweep.writer import run_plan
 
 SPEC = Path(__file__).resolve().parent.parent / "sweeps" / "cpu" / "capacity.yaml"
 

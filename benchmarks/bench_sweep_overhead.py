@@ -16,7 +16,7 @@ grokray; Tune's set-up), the trials (first trial start to last trial end, in the
 the time after the last trial (the last Parquet writes, Tune's clean-up); overhead per trial
 and per seed, with and without `ray.init` (once per Ray session); with --marginal the cost of
 one more trial (sweeps of N and 2N trials, both warm), which excludes every fixed cost; with
---compare-batching, sweeps with tiny configs batched (the default, batching.tiny_batches) and
+--compare-batching, sweeps with tiny configs batched (the default, executors.calls.tiny_calls) and
 with one config per call alternate in the same Ray session (twice each), so load hits both
 alike. Overhead = sweep wall time - reference wall time (trials 2 at a time on 2 CPUs against
 one at a time in the reference, so it can come out negative).
@@ -175,9 +175,10 @@ def sweep(spec, session, trial_fn, tune: bool = False) -> float:
     """One sweep of `spec` with the executor `grokray reproduce` gives each of its sweeps (warm
     workers kept for the Ray session), or on Ray Tune (`tune`). Sets sweep.cpu, .by_kind and
     .parts (seconds to the first trial, of trials, after the last trial)."""
-    from grokray.sweep.runner import make_plan, run_plan
-    from grokray.sweep.tune_executor import TuneExecutor
-    from grokray.sweep.warm_executor import WarmExecutor
+    from grokray.sweep.executors.tune import TuneExecutor
+    from grokray.sweep.executors.warm import WarmExecutor
+    from grokray.sweep.plan import make_plan
+    from grokray.sweep.writer import run_plan
 
     plan = make_plan(spec)
     if tune:
@@ -280,18 +281,18 @@ def main() -> None:
                 report(label, n, s, t, t_ref, t_init, c, c_ref, parts, by_kind)
             t_sweep, c_sweep = runs[1][0], runs[1][1]
             if args.compare_batching:
-                import grokray.sweep.batching as batching
+                import grokray.sweep.executors.calls as calls
 
                 best: dict[str, float] = {}
                 best_cpu: dict[str, float] = {}
                 for r in range(2):
                     for mode in ("batched", "one per call"):
-                        keep = batching.MAX_BATCH
-                        batching.MAX_BATCH = keep if mode == "batched" else 1
+                        keep = calls.MAX_TINY
+                        calls.MAX_TINY = keep if mode == "batched" else 1
                         try:
                             t = sweep(spec_of(n, f"c{r}{mode[0]}"), session, fn, args.tune)
                         finally:
-                            batching.MAX_BATCH = keep
+                            calls.MAX_TINY = keep
                         best[mode] = min(best.get(mode, t), t)
                         best_cpu[mode] = min(best_cpu.get(mode, sweep.cpu), sweep.cpu)
                 for mode, t in best.items():

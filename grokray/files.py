@@ -28,7 +28,7 @@ from grokray.schema import SCHEMA_VERSION
 QUARANTINE = "quarantine"
 TMP_PREFIX = ".tmp-"
 PLAN = "plan.json"
-"""a sweep dir's plan: what its last run meant to run (`grokray.sweep.runner.run_plan`)"""
+"""a sweep dir's plan: what its last run meant to run (`grokray.sweep.writer.run_plan`)"""
 
 
 @dataclass(frozen=True)

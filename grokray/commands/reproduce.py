@@ -76,7 +76,7 @@ def model_estimates(specs: list[Any], n_cpus: int | None = None) -> list[Any]:  
     """The cost model's estimate (grokray.cost.sweep.SweepCost) of what each sweep has left, in
     one Ray session: only the first pays the session's start."""
     from grokray.cost.sweep import START_S, estimate_plan
-    from grokray.sweep.runner import make_plan
+    from grokray.sweep.plan import make_plan
 
     return [estimate_plan(make_plan(s, build=False), start_s=START_S if k == 0 else 0.0,
                           n_cpus=n_cpus) for k, s in enumerate(specs)]
@@ -177,7 +177,7 @@ def _run_sweep(spec: Any, session: Any, args: argparse.Namespace,  # noqa: ANN40
     from datetime import datetime, timezone
 
     from grokray.commands.sweep import command_line, describe, run_sweep, sweep_lock, sweep_writer
-    from grokray.sweep.runner import make_plan
+    from grokray.sweep.plan import make_plan
 
     with sweep_lock(spec.sweep_dir, command_line("reproduce")):
         plan = make_plan(spec)
@@ -251,7 +251,7 @@ def _append_times(out: str, rec: dict[str, Any]) -> None:
 def _dry_run(specs: list[Any], n_cpus: int | None) -> int:  # noqa: ANN401
     from grokray.commands.sweep import describe
     from grokray.cost.sweep import cost_text
-    from grokray.sweep.runner import make_plan
+    from grokray.sweep.plan import make_plan
 
     costs = model_estimates(specs, n_cpus)
     for spec, cost in zip(specs, costs, strict=True):

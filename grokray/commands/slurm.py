@@ -143,7 +143,7 @@ def main(args: argparse.Namespace) -> int:
 def _dry_run(spec, opts, text: str) -> int:  # noqa: ANN001 - SweepSpec, JobOptions
     from grokray.commands.sweep import describe
     from grokray.slurm.costs import fit, fit_text
-    from grokray.sweep.runner import make_plan
+    from grokray.sweep.plan import make_plan
 
     plan = make_plan(spec, build=False)
     f = fit(plan, opts.nodes, opts.cpus_per_node, opts.gpus_per_node, opts.time_s,

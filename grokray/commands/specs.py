@@ -125,7 +125,7 @@ def sweep_cost(path: Path, n_cpus: int | None = None) -> Any:  # noqa: ANN401 - 
     import pandas as pd
 
     from grokray.cost.sweep import estimate_plan
-    from grokray.sweep.runner import Plan
+    from grokray.sweep.plan import Plan
     from grokray.sweep.spec import load_spec
 
     spec = load_spec(path)

@@ -59,7 +59,7 @@ def add_pack_argument(p: argparse.ArgumentParser) -> None:
 def pack_setting(args: argparse.Namespace) -> int | None:
     """`--pack` as configs per pack (1: off, None: auto); GrokrayError naming the valid values."""
     from grokray.errors import GrokrayError
-    from grokray.sweep.batching import parse_pack
+    from grokray.sweep.executors.packing import parse_pack
 
     try:
         return parse_pack(getattr(args, "pack", "off"))
@@ -70,33 +70,22 @@ def pack_setting(args: argparse.Namespace) -> int | None:
 def pack_summary(plan, pack: int | None, n_cpus: int | None) -> dict:  # noqa: ANN001 - Plan
     """What `--pack` makes of the plan's configs: the size, the packs of several configs and
     the configs left alone (counted from the axes when the grid was counted, not built)."""
-    import math
     import os
 
-    from grokray.sweep.batching import (
-        GPU_PACK_MEMBERS,
-        PACK_MEMBERS,
-        auto_limit,
-        pack_groups,
-        pack_size,
-    )
+    from grokray.sweep.executors.packing import auto_limit, pack_size, packs, size_of
     from grokray.sweep.pack_count import counted_pack_sizes
 
     spec = plan.spec
     slots = max(1, int((n_cpus or os.cpu_count() or 1) // (spec.cpu or 1)))
     if spec.search is not None:
         return {"pack": "off (a search runs one config per trial)"}
-    limit = auto_limit(spec.gpu) if pack is None else None
     if not plan.counted:
         size = pack_size(plan.todo, slots, pack, spec.gpu > 0)
-        sizes = [len(g) for g in pack_groups(plan.todo, size, limit)]
+        sizes = [len(g) for g in packs(plan.todo, slots, pack, spec.gpu)]
     else:  # sized by the base config's shape (an axis of shapes is not packed by this count)
-        n, seeds = plan.n_trials, len(spec.seeds)
-        cap = GPU_PACK_MEMBERS if spec.gpu > 0 else PACK_MEMBERS
-        size = pack if pack is not None else \
-            max(1, min(math.ceil(n / slots), cap // max(1, seeds)))
-        if limit is not None:
-            size = max(1, min(size, limit(spec.base)))
+        size = size_of(plan.n_trials, len(spec.seeds), slots, pack, spec.gpu > 0)
+        if pack is None:
+            size = max(1, min(size, auto_limit(spec.gpu)(spec.base)))
         sizes = counted_pack_sizes(spec, size)
     return {"pack": "auto" if pack is None else pack, "pack_size": size,
             "packs": sum(k > 1 for k in sizes), "packed_configs": sum(k for k in sizes if k > 1),
@@ -252,7 +241,7 @@ def sweep_writer(plan, *, plain: bool, context=None):  # noqa: ANN001, ANN201 - 
     """The one writer of `plan`'s results, with its progress display (`context`: a callable
     whose line goes under the progress, e.g. the ledger's)."""
     from grokray.sweep.progress import Display
-    from grokray.sweep.runner import Writer
+    from grokray.sweep.writer import Writer
 
     display = Display(plan.n_todo_trials, plan.todo_seed_steps, title=plan.spec.name,
                       live=False if plain else None, keys=plan.spec.swept_keys, context=context)
@@ -264,8 +253,8 @@ def run_sweep(plan, writer, session, pack: int | None = 1) -> None:  # noqa: ANN
     one), the progress display live, each finished trial written by `writer` as it ends (also
     what came back before an interrupt); `pack`: configs per pack (1: off, None: auto). Call it
     holding the sweep's `sweep_lock`."""
-    from grokray.sweep.executor import make_executor
-    from grokray.sweep.runner import run_plan
+    from grokray.sweep.executors.factory import make_executor
+    from grokray.sweep.writer import run_plan
 
     with writer.display:
         run_plan(plan, make_executor(plan.spec, plan.run_id, session, pack), writer.display,
@@ -274,7 +263,7 @@ def run_sweep(plan, writer, session, pack: int | None = 1) -> None:  # noqa: ANN
 
 def _dry_run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     from grokray.cost.sweep import cost_json, cost_text, estimate_plan
-    from grokray.sweep.runner import make_plan
+    from grokray.sweep.plan import make_plan
 
     plan = make_plan(spec, rerun_failed=args.rerun_failed, force=args.force, build=False)
     cost = estimate_plan(plan, n_cpus=args.num_cpus)
@@ -300,8 +289,9 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     import signal
 
     from grokray.sweep.interrupt import on_signals
-    from grokray.sweep.runner import make_plan, trials_written
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
+    from grokray.sweep.writer import trials_written
 
     plan = make_plan(spec, rerun_failed=args.rerun_failed, force=args.force)
     print(describe(plan), flush=True)

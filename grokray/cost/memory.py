@@ -14,7 +14,7 @@ An estimate, on the high side, of what the trainer holds at its peak (a training
   and its [n, R, R] intermediates per member.
 
 The CUDA context and the allocator's caching are not in it: the caller leaves a margin
-(`batching.GPU_MEMORY_SHARE`). Not calibrated on a GPU yet (benchmarks/gpu_check.sh measures
+(`packing.GPU_MEMORY_SHARE`). Not calibrated on a GPU yet (benchmarks/gpu_check.sh measures
 a packed grid when a device is lent); benchmarks/bench_memory.py measures the CPU's peak.
 """
 

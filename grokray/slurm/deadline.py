@@ -171,7 +171,7 @@ CHECKPOINTS = "checkpoints"
 
 def progress(plan: Any, deadline: Deadline) -> bool:  # noqa: ANN401 - Plan
     """Did this run write a row, or a checkpoint newer than its start?"""
-    from grokray.sweep.runner import trials_written
+    from grokray.sweep.writer import trials_written
 
     return trials_written(plan) > 0 or newest_checkpoint(plan.spec.sweep_dir) > deadline.started
 

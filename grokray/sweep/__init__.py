@@ -2,18 +2,16 @@
 
     spec.py            the YAML spec -> validated `SweepSpec` and its configs (pure)
     search.py          an Optuna search's distributions and its Ray Tune set-up
-    runner.py          what is missing (`make_plan`), the one writer (`Writer`), `run_plan`
+    plan.py            what a run will do: what is missing (`make_plan`), plan.json
+    writer.py          the one writer of results (`Writer`) and `run_plan`, which feeds it
     store.py           the Parquet files of a sweep dir (write once, repair, read)
     lock.py            one writer per sweep dir (`WriterLock`)
     session.py         where Ray is started: `RaySession` (join or embed Ray; warm workers)
-    executor.py        the `Executor` interface and `make_executor`, which picks one of:
-    local_executor.py    in this process, without Ray (--local, tests)
-    warm_executor.py     a grid on the session's warm workers (embedded local Ray)
-    tune_executor.py     a search or a joined cluster on Ray Tune
+    executors/         what runs the trials: the `Executor` interface (base.py),
+                       `make_executor` (factory.py), local.py, warm.py, tune.py; the worker
+                       call (calls.py), pack sizes (packing.py), the retry loop (retry.py)
     workers.py         the warm workers: Ray actors kept for the session
-    batch.py           where a batch of configs is run, in a Ray worker
-    batching.py        which configs share one call, and in which order the calls go
-    retry.py           where a lost worker is retried: one test of "lost", one retry policy
+    pack_count.py      the packs of a grid counted from its axes (the dry run)
     outcome.py         what a trial gives back (`Outcome`) and its summary metrics
     progress.py        the progress display; interrupt.py: Ctrl-C and SIGTERM
 
@@ -27,12 +25,14 @@ import importlib
 from typing import Any
 
 _NAMES = {
-    "RaySession": "session", "Executor": "executor", "Sink": "executor",
-    "make_executor": "executor", "LocalExecutor": "local_executor",
-    "WarmExecutor": "warm_executor", "TuneExecutor": "tune_executor", "run_batch": "batch",
-    "tiny_batches": "batching", "longest_first": "batching", "Retries": "retry",
-    "worker_lost": "retry", "Outcome": "outcome", "trial_summary": "outcome",
-    "Plan": "runner", "Writer": "runner", "make_plan": "runner", "run_plan": "runner",
+    "RaySession": "session", "Executor": "executors.base", "Sink": "executors.base",
+    "make_executor": "executors.factory", "LocalExecutor": "executors.local",
+    "WarmExecutor": "executors.warm", "TuneExecutor": "executors.tune",
+    "WorkerCall": "executors.calls", "worker_calls": "executors.calls",
+    "run_call": "executors.calls", "longest_first": "executors.calls",
+    "Retries": "executors.retry", "CallQueue": "executors.retry",
+    "worker_lost": "executors.retry", "Outcome": "outcome", "trial_summary": "outcome",
+    "Plan": "plan", "make_plan": "plan", "Writer": "writer", "run_plan": "writer",
     "WriterLock": "lock", "load_spec": "spec", "SweepSpec": "spec",
 }
 __all__ = sorted(_NAMES)

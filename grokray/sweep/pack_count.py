@@ -1,7 +1,7 @@
 """The packs of a grid, counted from its axes, not built: what `--dry-run --pack` reports for a
 grid too large to build at once.
 
-A pack holds the configs of one `grokray.pack.pack_key` (`batching.pack_groups`). Each axis's
+A pack holds the configs of one `grokray.pack.pack_key` (`packing.pack_groups`). Each axis's
 rows fall into classes of rows that give one key: an axis of per-member fields (lr, weight
 decay, the Grokfast filter, ...) is one class, a group axis has a class per group order, an
 arch axis a class per arch. The grid's configs then fall into one combination of classes per
@@ -23,7 +23,7 @@ from grokray.sweep.spec import SweepSpec
 
 
 def counted_pack_sizes(spec: SweepSpec, size: int) -> list[int]:
-    """The configs of each pack (and 1 for each config alone) that `batching.pack_groups(
+    """The configs of each pack (and 1 for each config alone) that `packing.pack_groups(
     spec.trials(), size)` would give, counted from the axes (grid points, before identities
     merge)."""
     from grokray.pack import pack_key

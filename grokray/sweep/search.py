@@ -12,7 +12,7 @@ search:
 Each distribution is an object that checks its own arguments (`parse_distribution` raises
 `ValueError` with one line saying what is valid) and turns itself into a Ray Tune sampler
 (`to_tune`, imports Ray Tune lazily). `tune_setup` builds the Tune param space and search
-algorithm of a search; only `grokray.sweep.tune_executor` calls it.
+algorithm of a search; only `grokray.sweep.executors.tune` calls it.
 """
 
 from __future__ import annotations

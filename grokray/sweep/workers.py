@@ -1,5 +1,5 @@
 """Warm trial workers: plain Ray actors, one per concurrent slot, that import the trainer once
-and then run batches of configs (`batch.run_batch`) for every sweep of a Ray session.
+and then run worker calls (`executors.calls.run_call`) for every sweep of a Ray session.
 
 A Ray Tune experiment starts trial actors of its own and stops them when it ends, so each sweep
 on Tune pays for fresh processes importing torch, Ray Tune and grokray (3-4 CPU s each,
@@ -11,6 +11,9 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+from grokray.config import TrialConfig
+from grokray.sweep.executors.calls import WorkerCall, run_call
+
 
 def _worker_class() -> Any:
     """The Ray actor class (defined on first use: this module imports Ray lazily)."""
@@ -21,7 +24,7 @@ def _worker_class() -> Any:
 
     @ray.remote
     class _Worker:
-        """One warm process: imports the trainer once, then runs batches of configs."""
+        """One warm process: imports the trainer once, then runs worker calls."""
 
         def __init__(self) -> None:
             import grokray.trainer  # noqa: F401 - warm: the first trial does not pay for it
@@ -31,12 +34,10 @@ def _worker_class() -> Any:
 
             return os.getpid()
 
-        def run(self, configs: list[dict[str, Any]], trial_fn: Any, pack: int = 1) -> bytes:
-            from grokray.config import TrialConfig
-            from grokray.sweep.batch import run_batch
-
-            return pickle.dumps(run_batch([TrialConfig.from_dict(d) for d in configs], trial_fn,
-                                          pack))
+        def run(self, configs: list[dict[str, Any]], trial_fn: Any, packed: bool = False) -> bytes:
+            node = ray.get_runtime_context().get_node_id()
+            call = WorkerCall([TrialConfig.from_dict(d) for d in configs], packed)
+            return pickle.dumps(run_call(call, trial_fn, node, log=True))
 
     globals()["_Worker"] = _Worker
     return _Worker

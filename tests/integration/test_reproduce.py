@@ -66,7 +66,7 @@ def test_local_run_times_every_sweep_writes_the_ledger_and_resumes(tmp_path, mon
 
 def test_interrupt_keeps_finished_trials_writes_the_ledger_and_resumes(tmp_path, monkeypatch,
                                                                        capsys):
-    from grokray.sweep import local_executor
+    from grokray.sweep.executors import calls as worker_calls
     from grokray.sweep.interrupt import Interrupted
     from grokray.trial import run_trial
 
@@ -80,7 +80,7 @@ def test_interrupt_keeps_finished_trials_writes_the_ledger_and_resumes(tmp_path,
             raise Interrupted(signal.SIGINT)
         return run_trial(cfg)
 
-    monkeypatch.setattr(local_executor, "default_trial_fn", lambda: stop_on_second)
+    monkeypatch.setattr(worker_calls, "default_trial_fn", lambda: stop_on_second)
     assert main(["reproduce", "--out", str(out), "--local", "--plain"]) == 130
     cap = capsys.readouterr()
     assert "interrupted during tiny_a" in cap.err
@@ -89,7 +89,7 @@ def test_interrupt_keeps_finished_trials_writes_the_ledger_and_resumes(tmp_path,
     times = json.loads((out / reproduce.TIMES).read_text())
     assert len(times) == 1 and times[0]["interrupted"] and times[0]["trials"] == 1
 
-    monkeypatch.setattr(local_executor, "default_trial_fn", lambda: run_trial)
+    monkeypatch.setattr(worker_calls, "default_trial_fn", lambda: run_trial)
     assert main(["reproduce", "--out", str(out), "--local", "--plain"]) == 0
     assert len(_rows(out, "tiny_a")) == 8 and len(_rows(out, "tiny_b")) == 8
     assert "[1/3]" in capsys.readouterr().err  # only the 3 missing trials of tiny_a ran
@@ -112,12 +112,12 @@ def test_local_and_address_together_is_exit_2(tmp_path, monkeypatch, capsys):
 
 
 def test_address_reaches_the_executor(tmp_path, monkeypatch):
-    from grokray.sweep.executor import make_executor
-    from grokray.sweep.local_executor import LocalExecutor
+    from grokray.sweep.executors.factory import make_executor
+    from grokray.sweep.executors.local import LocalExecutor
+    from grokray.sweep.executors.tune import TuneExecutor
+    from grokray.sweep.executors.warm import WarmExecutor
     from grokray.sweep.session import RaySession
     from grokray.sweep.spec import load_spec
-    from grokray.sweep.tune_executor import TuneExecutor
-    from grokray.sweep.warm_executor import WarmExecutor
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     spec = load_spec(str(helpers.tiny_spec(tmp_path)))

@@ -1,4 +1,4 @@
-"""Tiny configs share Tune trials (batching.tiny_batches) on a real embedded Ray: every config is
+"""Tiny configs share Tune trials (calls.tiny_calls) on a real embedded Ray: every config is
 written exactly once with its own result, a raising config fails alone, and a config that kills
 its worker fails alone too."""
 
@@ -21,16 +21,17 @@ pytestmark = pytest.mark.usefixtures("ray_session")
 
 
 def test_batched_tiny_trials_write_each_config_once(tmp_path):
-    from grokray.sweep.batching import tiny_batches
-    from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.executors.calls import tiny_calls
+    from grokray.sweep.executors.tune import TuneExecutor
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
     from grokray.sweep.spec import load_spec
-    from grokray.sweep.tune_executor import TuneExecutor
+    from grokray.sweep.writer import run_plan
 
     groups = ("Z5", "S3", "Z4", "Z3", "Z6", "Z7")
     spec = load_spec(helpers.tiny_spec(tmp_path, groups=groups, concurrency=1))
     plan = make_plan(spec)
-    batches = tiny_batches(plan.todo, slots=1)
+    batches = tiny_calls(plan.todo, slots=1)
     assert len(plan.todo) == 12 and len(batches) == 2  # 6 configs per Tune trial
 
     started = []
@@ -63,14 +64,14 @@ def test_a_tune_batch_whose_worker_dies_runs_split_so_only_the_culprit_fails(tmp
     batch-mates are written grokked (the batch ran again as one-config trials), Z4 fails named
     after its own retries, every config is reported once. (Tune's own retries plus a re-batched
     last round had failed a batch-mate with it.)"""
-    from grokray.sweep.batching import tiny_batches
+    from grokray.sweep.executors.calls import tiny_calls
+    from grokray.sweep.executors.tune import TuneExecutor
     from grokray.sweep.session import RaySession
-    from grokray.sweep.tune_executor import TuneExecutor
 
     base = {"group": "Z5", "arch": "mlp", "steps": 30, "seeds": [0, 1], "train_frac": 0.6}
     cfgs = [TrialConfig.from_dict({**base, "optim.lr": 1e-3 * (1 + i)}) for i in range(7)]
     cfgs.append(TrialConfig.from_dict({**base, "group": "Z4"}))
-    assert tiny_batches(cfgs, slots=1) == [[0, 1, 2, 3], [4, 5, 6, 7]]  # Z4 with 4, 5, 6
+    assert tiny_calls(cfgs, slots=1) == [[0, 1, 2, 3], [4, 5, 6, 7]]  # Z4 with 4, 5, 6
 
     sink = helpers.Recorder()
     with RaySession() as session:

@@ -70,10 +70,11 @@ def test_smoke_tables_resume_and_new_axis_value(tmp_path, capsys):
 
 
 def test_raising_trial_gives_failed_rows_and_the_rest_finish(tmp_path):
-    from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.executors.tune import TuneExecutor
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
     from grokray.sweep.spec import load_spec
-    from grokray.sweep.tune_executor import TuneExecutor
+    from grokray.sweep.writer import run_plan
 
     spec = load_spec(helpers.tiny_spec(tmp_path))
     plan = make_plan(spec)
@@ -93,10 +94,11 @@ def test_raising_trial_gives_failed_rows_and_the_rest_finish(tmp_path):
 
 
 def test_optuna_search_resumes_with_new_samples_only(tmp_path):
-    from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.executors.tune import TuneExecutor
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
     from grokray.sweep.spec import parse_spec
-    from grokray.sweep.tune_executor import TuneExecutor
+    from grokray.sweep.writer import run_plan
 
     text = ("name: s\nout: {out}\nconfig: {{group: Z5, arch: mlp}}\nseeds: 2\nsteps: 10\n"
             "search:\n  space: {{optim.lr: {{loguniform: [1.0e-4, 1.0e-1]}}}}\n"

@@ -63,10 +63,11 @@ def cluster():
 
 
 def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):
-    from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.executors.tune import TuneExecutor
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
     from grokray.sweep.spec import load_spec
-    from grokray.sweep.tune_executor import TuneExecutor
+    from grokray.sweep.writer import run_plan
 
     c, workers = cluster
     spec = load_spec(helpers.tiny_spec(tmp_path, groups=("Z5", "Z7", "S3", "Z4"),
@@ -115,8 +116,8 @@ def test_tune_packs_a_grid_and_writes_each_config_once(tmp_path, cluster):
     one shape run as two packs of three (the configs of a pack share its wall time), and each
     config's outcome equals its trial run alone in this process."""
     from grokray.config import TrialConfig
+    from grokray.sweep.executors.tune import TuneExecutor
     from grokray.sweep.session import RaySession
-    from grokray.sweep.tune_executor import TuneExecutor
     from grokray.trial import run_trial
 
     base = {"group": "S3", "arch": "mlp", "device": "cpu", "dtype": "float64", "steps": 30,
@@ -144,7 +145,7 @@ def test_tune_runs_a_lost_pack_again_one_config_a_trial():
     one-config trials (packs of 1), so one bad config cannot fail the others (no Ray needed:
     the fit is replaced)."""
     from grokray.config import TrialConfig
-    from grokray.sweep.tune_executor import TuneExecutor
+    from grokray.sweep.executors.tune import TuneExecutor
 
     class Session:
         class warm:  # noqa: N801 - the session's WarmWorkers, as the executor uses them

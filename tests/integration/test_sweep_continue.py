@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 import torch
 
-from grokray.sweep.local_executor import LocalExecutor
-from grokray.sweep.runner import make_plan, run_plan
+from grokray.sweep.executors.local import LocalExecutor
+from grokray.sweep.plan import make_plan
 from grokray.sweep.spec import load_spec
+from grokray.sweep.writer import run_plan
 
 torch.set_num_threads(1)
 
@@ -129,7 +130,7 @@ def test_continued_through_a_pack(tmp_path):
                                    axes="  group: [S3]\n  arch: [mlp, forge]\n"
                                         "  optim.lr: [0.01, 0.02]")
     assert plan.continuations.continued == 8 and (t.continued_from_step == 60).all()
-    from grokray.sweep.batching import pack_groups
+    from grokray.sweep.executors.packing import pack_groups
 
     assert sorted(len(g) for g in pack_groups(plan.todo, 2)) == [2, 2]  # it packed
 

@@ -106,10 +106,11 @@ def test_full_disk_on_the_tune_path_raises_the_one_line_error_and_resumes(tmp_pa
     """Ray Tune's callbacks hand the outcomes to the writer: a write that runs out of space
     still ends the sweep with DiskFullError (what the CLI prints as its one line, exit 2), not
     an error of Tune's, and leaves nothing partial; the rerun writes only what is missing."""
-    from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.executors.tune import TuneExecutor
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
     from grokray.sweep.spec import load_spec
-    from grokray.sweep.tune_executor import TuneExecutor
+    from grokray.sweep.writer import run_plan
 
     spec = load_spec(helpers.tiny_spec(tmp_path, groups=("Z5", "Z3"), concurrency=1))
     sweep_dir = tmp_path / "out" / "tiny"

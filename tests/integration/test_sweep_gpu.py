@@ -93,10 +93,11 @@ def gpu_cluster():
 
 
 def test_tune_packs_two_trials_per_logical_gpu(tmp_path, gpu_cluster):
-    from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.executors.tune import TuneExecutor
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
     from grokray.sweep.spec import load_spec
-    from grokray.sweep.tune_executor import TuneExecutor
+    from grokray.sweep.writer import run_plan
 
     barrier = Rendezvous.options(name="gpu_barrier", resources={"head": 0.01}).remote(8)
     spec = load_spec(_spec(tmp_path, "gpu", "[Z5, Z7, S3, Z4]"))

@@ -1,4 +1,4 @@
-"""The sweep runner with the in-process executor (no Ray): --rerun-failed and --force keep one
+"""A sweep run with the in-process executor (no Ray): --rerun-failed and --force keep one
 row per (config, seed), and a dry-run plan counts what is done."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import pandas as pd
 sys.path.insert(0, os.path.dirname(__file__))
 import _sweep_helpers as helpers  # noqa: E402
 
-from grokray.sweep.local_executor import LocalExecutor  # noqa: E402
-from grokray.sweep.runner import make_plan, run_plan  # noqa: E402
+from grokray.sweep.executors.local import LocalExecutor  # noqa: E402
+from grokray.sweep.plan import make_plan  # noqa: E402
 from grokray.sweep.spec import load_spec  # noqa: E402
+from grokray.sweep.writer import run_plan  # noqa: E402
 
 
 def _trials(tmp_path):

@@ -1,4 +1,4 @@
-"""Warm trial workers (grokray.sweep.warm_executor) on a real embedded Ray: the same processes
+"""Warm trial workers (grokray.sweep.executors.warm) on a real embedded Ray: the same processes
 serve two sweeps of a session, each config is written once with its own result, a raising
 config fails alone, a worker whose process dies is replaced and its trials run again (or fail,
 named, when the retries are spent), and a Tune search after a warm sweep gets the CPUs back."""
@@ -16,6 +16,8 @@ ray = pytest.importorskip("ray")
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import _sweep_helpers as helpers  # noqa: E402
 from _sweep_helpers import ray_session  # noqa: E402, F401  (module-scoped fixture)
+
+from grokray.sweep.executors.calls import WorkerCall  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # its trial functions
@@ -36,14 +38,15 @@ def _spec(tmp_path, name, groups=("Z5", "S3", "Z4")):
 
 
 def _executor(session, trial_fn, retries=1, concurrency=2):
-    from grokray.sweep.warm_executor import WarmExecutor
+    from grokray.sweep.executors.warm import WarmExecutor
 
     return WarmExecutor(session, concurrency=concurrency, retries=retries, trial_fn=trial_fn)
 
 
 def test_the_same_workers_serve_two_sweeps_and_each_config_is_written_once(tmp_path):
-    from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
+    from grokray.sweep.writer import run_plan
 
     pids = []
     with RaySession() as session:  # joins the module's Ray
@@ -79,8 +82,9 @@ def _dying(marker: str):
 
 @pytest.mark.parametrize("retries", [1, 0])
 def test_a_dead_worker_is_replaced_and_its_trials_run_again_or_fail_named(tmp_path, retries):
-    from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
+    from grokray.sweep.writer import run_plan
 
     spec = _spec(tmp_path, f"die{retries}")
     with RaySession() as session:
@@ -106,10 +110,11 @@ def test_a_dead_worker_is_replaced_and_its_trials_run_again_or_fail_named(tmp_pa
 
 
 def test_a_tune_search_after_a_warm_sweep_gets_the_cpus(tmp_path):
-    from grokray.sweep.runner import make_plan, run_plan
+    from grokray.sweep.executors.tune import TuneExecutor
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
     from grokray.sweep.spec import parse_spec
-    from grokray.sweep.tune_executor import TuneExecutor
+    from grokray.sweep.writer import run_plan
 
     text = (f"name: s\nout: {tmp_path / 'out'}\nconfig: {{group: Z5, arch: mlp}}\nseeds: 1\n"
             "steps: 10\nsearch:\n  space: {optim.lr: {loguniform: [1.0e-4, 1.0e-1]}}\n"
@@ -133,7 +138,7 @@ def _cfg(**over):
     return TrialConfig.from_dict({**base, **over})
 
 
-def test_a_batch_whose_worker_dies_runs_split_so_only_the_culprit_fails(tmp_path):
+def test_a_call_whose_worker_dies_runs_split_so_only_the_culprit_fails(tmp_path):
     """Four tiny configs share one worker call; the Z4 one kills the process every time. The
     other three are written as grokked, the Z4 one fails named after its own retries."""
     from grokray.sweep.session import RaySession
@@ -142,8 +147,8 @@ def test_a_batch_whose_worker_dies_runs_split_so_only_the_culprit_fails(tmp_path
     order = [3, 0, 1, 2]  # the culprit first: the others never ran when the worker died
     sink = helpers.Recorder()
     with RaySession() as session:
-        _executor(session, helpers.dies_on_z4, retries=1, concurrency=1).run_batches(
-            [[cfgs[i] for i in order]], sink)
+        _executor(session, helpers.dies_on_z4, retries=1, concurrency=1).run_calls(
+            [WorkerCall([cfgs[i] for i in order])], sink)
     helpers.assert_only_the_culprit_failed(sink.outcomes, cfgs[:3], cfgs[3], tries=2)
 
 
@@ -161,7 +166,7 @@ def test_a_warm_worker_gives_a_trial_the_numbers_a_fresh_one_does(tmp_path):
     for cfgs in ([x], [y, x]):
         with RaySession() as session:  # fresh workers
             sink = helpers.Recorder()
-            _executor(session, None, retries=0, concurrency=1).run_batches([cfgs], sink)
+            _executor(session, None, retries=0, concurrency=1).run_calls([WorkerCall(cfgs)], sink)
             pids.append(session.warm.pids())
         assert all(o.error is None for o in sink.outcomes), [o.error for o in sink.outcomes]
         results.append(next(o.result for o in sink.outcomes

@@ -47,7 +47,7 @@ def out(tmp_path_factory, tiny):
 def _write_plan(d: Path, spec: str) -> None:
     """The plan.json a run of `spec` writes into sweep dir `d`."""
     from grokray.sweep import store
-    from grokray.sweep.runner import make_plan, plan_record
+    from grokray.sweep.plan import make_plan, plan_record
     from grokray.sweep.spec import load_spec
 
     store.write_plan(d, plan_record(make_plan(load_spec(str(ROOT / spec)))))

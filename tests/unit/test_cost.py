@@ -112,7 +112,7 @@ def test_makespan_takes_the_longest_first():
 
 
 def test_host_speed_scales_the_cpu_figures(tmp_path, monkeypatch, ref_host):
-    from grokray.sweep.runner import make_plan
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.spec import load_spec
 
     plan = make_plan(load_spec(_spec(tmp_path)), build=False)
@@ -124,7 +124,7 @@ def test_host_speed_scales_the_cpu_figures(tmp_path, monkeypatch, ref_host):
 
 
 def test_the_prior_when_no_rows_exist(tmp_path, ref_host):
-    from grokray.sweep.runner import make_plan
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.spec import load_spec
 
     spec = load_spec(_spec(tmp_path))
@@ -143,7 +143,7 @@ def test_expected_time_from_real_rows(tmp_path, ref_host, one_thread):
     """A tiny sweep's rows written through the real store: a forced rerun's expected time uses
     the steps each seed ran, and a config with a new seed uses the mean of its rows."""
     from grokray.sweep import store
-    from grokray.sweep.runner import make_plan
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.spec import load_spec
     from grokray.trial import run_trial
 

@@ -90,7 +90,7 @@ def _v1_copy(tmp_path):
 
 def test_a_v1_dir_is_read_and_resumed_without_rerunning(tmp_path):
     from grokray.sweep import store
-    from grokray.sweep.runner import make_plan
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.spec import load_spec
     from grokray_analysis.load import load
 

@@ -16,7 +16,7 @@ import pytest
 from grokray.cli import main
 from grokray.result import SeedResult, TrialResult
 from grokray.sweep import store
-from grokray.sweep.runner import make_plan, plan_record
+from grokray.sweep.plan import make_plan, plan_record
 from grokray.sweep.spec import load_spec
 from grokray_analysis import ledger as L
 from grokray_analysis.ledger.output import SCALE_COLUMNS

@@ -186,7 +186,7 @@ def test_unpackable_family_runs_one_at_a_time():
 
 
 def test_pack_groups_by_shape_in_grid_order():
-    from grokray.sweep.batching import pack_groups
+    from grokray.sweep.executors.packing import pack_groups
 
     configs = [_cfg(arch="mlp", **{"optim.lr": 1e-3}), _cfg(arch="mlp", **{"model.hidden": 32}),
                _cfg(arch="transformer"), _cfg(arch="mlp", **{"optim.lr": 1e-1}),

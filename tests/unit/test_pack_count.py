@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grokray.sweep.batching import pack_groups
+from grokray.sweep.executors.packing import pack_groups
 from grokray.sweep.pack_count import counted_pack_sizes
 from grokray.sweep.spec import parse_spec
 

@@ -7,13 +7,13 @@ import torch
 from grokray.config import TrialConfig
 from grokray.cost.memory import members_that_fit, pack_bytes, pair_floats
 from grokray.models.registry import get_family
-from grokray.sweep import batching
-from grokray.sweep.batching import (
+from grokray.sweep.executors import packing
+from grokray.sweep.executors.calls import worker_calls
+from grokray.sweep.executors.packing import (
     GPU_MEMORY_SHARE,
     GPU_PACK_MEMBERS,
     PACK_MEMBERS,
     fit_device,
-    pack_batches,
     pack_groups,
     pack_limit,
 )
@@ -87,8 +87,9 @@ def test_auto_on_cpu_leaves_arithmetic_bound_shapes_unpacked():
     grid = [c.with_overrides({"optim.lr": lr}) for c in (small, large) for lr in (1e-3, 3e-3)]
     assert pack_groups(grid, 8, pack_limit) == [[0, 1], [2], [3]]
     assert pack_groups(grid, 8) == [[0, 1], [2, 3]]  # --pack N: as asked
-    batches, packs = pack_batches(grid, 2, 8, pack_limit)
-    assert packs == 1 and batches[0] == [0, 1] and sorted(map(sorted, batches[1:])) == [[2], [3]]
+    calls = worker_calls(grid, 2, None, 0.0)  # --pack auto on CPU, 2 workers: the pack first
+    assert [c.packed for c in calls] == [True, False, False] and calls[0].configs == grid[:2]
+    assert sorted(grid.index(c.configs[0]) for c in calls[1:]) == [2, 3]
 
 
 def test_the_macs_threshold_sits_between_the_measured_shapes():
@@ -96,5 +97,5 @@ def test_the_macs_threshold_sits_between_the_measured_shapes():
 
     gain = [_cfg(group="D4"), _cfg(arch="forge", group="S3"), _cfg(arch="forge", group="D4")]
     flat = [_cfg(arch="forge", group="S4"), _cfg(arch="forge", group="A5")]
-    assert all(step_macs(c, c.arch) <= batching.PACK_MAX_MACS for c in gain)
-    assert all(step_macs(c, c.arch) > batching.PACK_MAX_MACS for c in flat)
+    assert all(step_macs(c, c.arch) <= packing.PACK_MAX_MACS for c in gain)
+    assert all(step_macs(c, c.arch) > packing.PACK_MAX_MACS for c in flat)

@@ -69,7 +69,7 @@ def test_retry_decided_by_exception_type():
     ray = pytest.importorskip("ray")
     from ray import exceptions as rx
 
-    from grokray.sweep.retry import worker_lost
+    from grokray.sweep.executors.retry import worker_lost
 
     task_err = rx.RayTaskError("fn", "tb", ImportError("no module named foo"))
     assert not worker_lost(task_err)
@@ -85,7 +85,7 @@ def test_retry_decided_by_exception_type():
 
 def test_local_executor_refuses_a_search():
     from grokray.errors import GrokrayError
-    from grokray.sweep.local_executor import LocalExecutor
+    from grokray.sweep.executors.local import LocalExecutor
     from grokray.sweep.search import SearchRun, SearchSpec
 
     with pytest.raises(GrokrayError, match="a search runs on Ray only"):

@@ -88,7 +88,7 @@ def test_specs_lists_each_kind_with_its_cost(capsys):
 def test_a_sweeps_cost_is_the_whole_sweep_whatever_is_on_disk(tmp_path, monkeypatch):
     from grokray.commands.specs import sweep_cost
     from grokray.cost.sweep import estimate_plan
-    from grokray.sweep.runner import make_plan
+    from grokray.sweep.plan import make_plan
     from grokray.sweep.spec import load_spec
 
     monkeypatch.chdir(tmp_path)

@@ -8,9 +8,10 @@ import json
 import pandas as pd
 
 from grokray.cli import main as cli_main
-from grokray.sweep.local_executor import LocalExecutor
-from grokray.sweep.runner import make_plan, run_plan
+from grokray.sweep.executors.local import LocalExecutor
+from grokray.sweep.plan import make_plan
 from grokray.sweep.spec import parse_spec
+from grokray.sweep.writer import run_plan
 
 SPEC = ("name: d\nout: {out}\nconfig: {{arch: mlp}}\naxes:\n  group: [Z5, Z7]\nseeds: 2\n"
         "steps: 10\neval_every: 5\n")

@@ -15,7 +15,7 @@ def test_importing_the_package_imports_neither_ray_nor_torch():
 
 def test_each_public_name_comes_from_its_module():
     import grokray.sweep as s
-    from grokray.sweep.retry import Retries
+    from grokray.sweep.executors.retry import Retries
     from grokray.sweep.session import RaySession
 
     assert s.RaySession is RaySession and s.Retries is Retries

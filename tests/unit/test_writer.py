@@ -1,4 +1,4 @@
-"""The sweep's one writer (grokray.sweep.runner.Writer) writes on a thread: every accepted
+"""The sweep's one writer (grokray.sweep.writer.Writer) writes on a thread: every accepted
 result is on disk once `run_plan` returns or raises, each identity once, and a failed write
 stops the sweep with its own error."""
 
@@ -11,10 +11,11 @@ import pytest
 
 from grokray.result import SeedResult, TrialResult
 from grokray.sweep import store
-from grokray.sweep.local_executor import LocalExecutor
+from grokray.sweep.executors.local import LocalExecutor
 from grokray.sweep.outcome import Outcome
-from grokray.sweep.runner import Writer, make_plan, run_plan
+from grokray.sweep.plan import make_plan
 from grokray.sweep.spec import parse_spec
+from grokray.sweep.writer import Writer, run_plan
 
 SPEC = """\
 name: w

@@ -3,13 +3,12 @@ autoscaling, nodes that come and go; Optuna searches on any Ray).
 
 Set up for many short trials: actors are reused between trials, Tune's per-trial loggers and
 console reporter are off (`session.TUNE_ENV`), a trial reports once, at its end, with its
-outcomes (pickled) in that report, dropped from Tune's state once the sink has them. Tiny
-configs share one trial (`batching.tiny_batches`): Tune costs about 0.1 s per trial on a 2-core
-machine, more than a tiny trial itself (benchmarks/bench_sweep_overhead.py). With `pack` a
-Tune trial is one pack of configs of one shape (`batching.pack_batches`, as on warm workers),
-trained as one stack in its worker (`batch.run_batch`); each config's outcome still goes to the
-sink once, and a pack whose worker was lost runs again as one-config trials. Tune does not retry
-a trial itself: the trials whose worker was lost go through the retry policy (`retry.Retries`)
+outcomes (pickled) in that report, dropped from Tune's state once the sink has them. A Tune
+trial is one worker call (`calls.worker_calls`): tiny configs share one (Tune costs about 0.1 s
+per trial on a 2-core machine, more than a tiny trial itself, benchmarks/bench_sweep_overhead.py),
+and with `pack` a pack of configs of one shape is one, trained as one stack in its worker
+(`calls.run_call`); each config's outcome still goes to the sink once. Tune does not retry a
+trial itself: the trials whose worker was lost go through the retry loop (`retry.CallQueue`)
 and what it runs again goes into a fresh `Tuner.fit`, on fresh actors (a retry inside the same
 fit can land on a cached actor of the node that just died).
 """
@@ -18,17 +17,19 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from grokray.config import TrialConfig
-from grokray.sweep.batching import worker_calls
+from grokray.sweep.executors.base import Sink
+from grokray.sweep.executors.calls import WorkerCall, run_call, worker_calls
+from grokray.sweep.executors.retry import CallQueue
 from grokray.sweep.outcome import TrialFn, isnan, outcome_summary
-from grokray.sweep.retry import Retries
 from grokray.sweep.search import SearchRun, tune_setup, unsafe_key
 from grokray.sweep.session import RaySession
 
-if TYPE_CHECKING:
-    from grokray.sweep.executor import Sink
+Lost = tuple[WorkerCall, BaseException | None, str]
+"""a Tune trial whose call failed: its call, Ray's exception (None when it cannot be
+unpickled), Ray's error text"""
 
 
 class TuneExecutor:
@@ -47,64 +48,57 @@ class TuneExecutor:
         self.retries = retries
         self.trial_fn = trial_fn
         self.pack = pack
-        """configs per pack (1: off; None: auto, `batching.pack_size` and `pack_limit`)"""
+        """configs per pack (1: off; None: auto, `packing.packs`)"""
 
     def run(self, configs: Sequence[TrialConfig], sink: Sink) -> None:
-        """Run every config (blocking), tiny ones several to a trial, or packs of configs of
-        one shape a trial each (`pack`); report each config to `sink`."""
+        """Run every config (blocking), a worker call a trial (tiny ones several to a call, or
+        a pack of configs of one shape: `pack`); report each config to `sink`."""
         if not configs:
             return
-        configs = list(configs)
-        batches, packs = worker_calls(configs, self.session.slots(self.cpu, self.concurrency),
-                                      self.pack, self.gpu, packable=self.trial_fn is None)
-        self._rounds([[configs[i] for i in b] for b in batches], None, sink, packs)
+        calls = worker_calls(list(configs), self.session.slots(self.cpu, self.concurrency),
+                             self.pack, self.gpu, packable=self.trial_fn is None)
+        self._rounds(calls, None, sink)
 
     def run_search(self, search: SearchRun, sink: Sink) -> None:
         """Sample and run `search.num_samples` configs (blocking), reporting each to `sink`."""
         if search.num_samples >= 1:
             self._rounds([], search, sink)
 
-    def _rounds(self, batches: list[list[TrialConfig]], search: SearchRun | None,
-                sink: Sink, packs: list[int] | None = None) -> None:
-        """Fit the search (if any) or the batches (`packs`: configs per pack of each, 1 for a
-        batch run one config after another), then again what the retry policy reruns (one
+    def _rounds(self, calls: list[WorkerCall], search: SearchRun | None, sink: Sink) -> None:
+        """Fit the search (if any) or the calls, then again what the retry loop reruns (one
         config a trial)."""
         self.session.check_resources(self.cpu, self.gpu)
         self.session.warm.release()  # warm workers of an earlier sweep hold the CPUs Tune needs
-        policy = Retries(self.retries)
-        while batches or search is not None:
-            lost = self._fit(batches, search, sink, packs or [1] * len(batches))
-            batches, search, packs = [], None, None
-            for configs, exc, text in lost:
-                again, failed = policy.lost(configs, exc, text)
-                batches += again
-                for out in failed:
-                    sink.finished(out)
+        todo = CallQueue(calls, self.retries, sink)
+        while todo or search is not None:
+            lost = self._fit(todo.take_all(), search, sink)
+            search = None
+            for call, exc, text in lost:
+                todo.lost(call, exc, text)
 
-    def _fit(self, batches: Sequence[Sequence[TrialConfig]], search: SearchRun | None,
-             sink: Sink, packs: Sequence[int] = ()
-             ) -> list[tuple[list[TrialConfig], BaseException | None, str]]:
-        """One Tuner.fit over `batches` (or `search`), batch i packed `packs[i]` configs to a
-        pack; the trials whose call failed: (configs, Ray's exception, Ray's error text)."""
-        from ray import tune
+    def _fit(self, calls: Sequence[WorkerCall], search: SearchRun | None,
+             sink: Sink) -> list[Lost]:
+        """One Tuner.fit over `calls` (or `search`), one trial each; the trials whose call
+        failed."""
+        from ray import tune  # only on a Ray session: --local and dry runs load no Ray
 
-        dicts = [c.to_dict() for b in batches for c in b]
+        dicts = [c.to_dict() for call in calls for c in call.configs]
         index, k = [], 0
-        for b in batches:
-            index.append(list(range(k, k + len(b))))
-            k += len(b)
-        collector = _make_collector(sink, dicts, index)
-        # the configs travel once through the object store; a trial's params hold its batch
+        for call in calls:
+            index.append(list(range(k, k + len(call.configs))))
+            k += len(call.configs)
+        collector = _make_collector(sink, calls)
+        # the configs travel once through the object store; a trial's params hold its call's
         # index (a grid over the config dicts themselves costs Tune O(n^2) deep copies)
         trainable = tune.with_resources(
             tune.with_parameters(_tune_trainable, configs=dicts, trial_fn=self.trial_fn,
-                                 batches=index, packs=list(packs)),
+                                 calls=index, packed=[c.packed for c in calls]),
             {"cpu": self.cpu, "gpu": self.gpu},
         )
         names = dict(trial_dirname_creator=_dirname, trial_name_creator=_dirname,
                      reuse_actors=True)
         if search is None:
-            param_space = {"batch": tune.grid_search(list(range(len(index))))}
+            param_space = {"call": tune.grid_search(list(range(len(index))))}
             tune_config = tune.TuneConfig(num_samples=1, max_concurrent_trials=self.concurrency,
                                           **names)
         else:
@@ -150,27 +144,27 @@ def _plain(v: Any) -> Any:
 
 
 def configs_of(params: dict[str, Any], configs: Sequence[dict[str, Any]] = (),
-               batches: Sequence[Sequence[int]] = ()) -> list[TrialConfig]:
-    """The configs a Tune trial runs: its batch (indices into `configs`), or a search's one."""
-    if "batch" in params:
-        return [TrialConfig.from_dict(configs[i]) for i in batches[params["batch"]]]
+               calls: Sequence[Sequence[int]] = ()) -> list[TrialConfig]:
+    """The configs a Tune trial runs: its call's (indices into `configs`), or a search's one."""
+    if "call" in params:
+        return [TrialConfig.from_dict(configs[i]) for i in calls[params["call"]]]
     return [config_of(params)]
 
 
 def _tune_trainable(
     params: dict[str, Any], configs: Sequence[dict[str, Any]] = (),
-    trial_fn: TrialFn | None = None, batches: Sequence[Sequence[int]] = (),
-    packs: Sequence[int] = (),
+    trial_fn: TrialFn | None = None, calls: Sequence[Sequence[int]] = (),
+    packed: Sequence[bool] = (),
 ) -> None:
-    """The function Tune runs for a trial: its batch (`batch.run_batch`, packed `packs[batch]`
-    configs to a pack), one final report carrying every outcome and the first one's summary
-    (what a search optimizes)."""
+    """The function Tune runs for a trial: its worker call (`calls.run_call`; a pack when
+    `packed[call]`), one final report carrying every outcome and the first one's summary (what a
+    search optimizes)."""
+    import ray  # in a Tune trial's worker process, where Ray is up
     from ray import tune
 
-    from grokray.sweep.batch import run_batch
-
-    pack = packs[params["batch"]] if "batch" in params and packs else 1
-    outs = run_batch(configs_of(params, configs, batches), trial_fn, pack)
+    call = WorkerCall(configs_of(params, configs, calls),
+                      packed="call" in params and bool(packed) and packed[params["call"]])
+    outs = run_call(call, trial_fn, ray.get_runtime_context().get_node_id(), log=True)
     metrics = {k: (v if not isnan(v) else float("nan")) for k, v in
                outcome_summary(outs[0]).items()}
     tune.report({**metrics, "failed": outs[0].error is not None, "payload": pickle.dumps(outs)})
@@ -180,25 +174,23 @@ def _dirname(trial: Any) -> str:
     return f"trial_{trial.trial_id}"
 
 
-def _make_collector(sink: Sink, configs: Sequence[dict[str, Any]] = (),
-                    batches: Sequence[Sequence[int]] = ()) -> Any:
+def _make_collector(sink: Sink, calls: Sequence[WorkerCall] = ()) -> Any:
     """A Tune callback that forwards trial events to the sink, on the driver."""
     cls = globals().get("_Collector") or _collector_class()
-    return cls(sink, configs, batches)
+    return cls(sink, calls)
 
 
 def _collector_class() -> type:
     """Defined on first use (it subclasses tune.Callback) and kept as a module attribute, so
     that Tune's pickling of its run config finds it by reference."""
-    from ray import tune
+    from ray import tune  # as in _fit
 
     class _Collector(tune.Callback):
-        def __init__(self, sink: Sink, configs: Sequence[dict[str, Any]],
-                     batches: Sequence[Sequence[int]] = ()) -> None:
+        def __init__(self, sink: Sink, calls: Sequence[WorkerCall] = ()) -> None:
             self.reported: set[str] = set()
             self.sink: Sink | None = sink
-            self.configs, self.batches = configs, batches
-            self.lost: list[tuple[list[TrialConfig], BaseException | None, str]] = []
+            self.calls = calls
+            self.lost: list[Lost] = []
             """trials whose call failed (worker or node lost, or never set up)"""
             self.failure: BaseException | None = None
             """what the sink raised (e.g. DiskFullError): Tune wraps an error raised in a
@@ -209,15 +201,17 @@ def _collector_class() -> type:
             return {"reported": set(self.reported)}
 
         def __setstate__(self, state: dict) -> None:
-            self.reported, self.sink, self.configs = state["reported"], None, ()
-            self.batches, self.lost, self.failure = (), [], None
+            self.reported, self.sink, self.calls = state["reported"], None, ()
+            self.lost, self.failure = [], None
 
-        def _configs(self, trial: Any) -> list[TrialConfig]:
-            return configs_of(trial.config, self.configs, self.batches)
+        def _call(self, trial: Any) -> WorkerCall:
+            params = trial.config
+            return self.calls[params["call"]] if "call" in params else \
+                WorkerCall([config_of(params)])
 
         def on_trial_start(self, iteration, trials, trial, **info):  # noqa: ANN001
             if self.sink is not None:
-                for cfg in self._configs(trial):
+                for cfg in self._call(trial).configs:
                     self.sink.started(cfg)
 
         def on_trial_result(self, iteration, trials, trial, result, **info):  # noqa: ANN001
@@ -242,7 +236,7 @@ def _collector_class() -> type:
                 exc = None
             err = trial.get_error() or "trial failed"
             text = err if isinstance(err, str) else str(err)
-            self.lost.append((self._configs(trial), exc, text))
+            self.lost.append((self._call(trial), exc, text))
 
     _Collector.__module__ = __name__
     globals()["_Collector"] = _Collector
