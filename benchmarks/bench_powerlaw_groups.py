@@ -84,7 +84,7 @@ def main() -> None:
         out, cens = coverage(args, a.sims, rng)
         cells = []
         for m in CANDIDATES:
-            ca, _, w, n = out[m]
+            ca, _, w, n, _ = out[m]
             cov = ca / max(n, 1)
             cells.append(f"{cov:.0%} ({np.median(w):.3f})" + ("" if n == a.sims else f" [{n}]"))
             if sc["group_sd"] > 0:

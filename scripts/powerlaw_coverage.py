@@ -65,13 +65,13 @@ def simulate(rng, orders, seeds, c, alpha, sigma, budget, group_sd=0.0) -> pd.Da
 
 
 def coverage(args, sims: int, rng: np.random.Generator, methods=CANDIDATES) -> dict:
-    """{method: (covered alpha, covered c, widths of alpha's interval, fits)} and the mean
-    censored share over `sims` data sets of one scenario."""
+    """{method: (covered alpha, covered c, widths of alpha's interval, fits, estimates)} and
+    the mean censored share over `sims` data sets of one scenario."""
     orders = ORDERS.get(args.groups) or tuple(float(o) for o in args.groups.split(","))
     budget = (args.budget if args.budget else
               budget_for(args.censored, orders, args.c, args.alpha, args.group_sd, args.sigma,
                          np.random.default_rng(12345)))
-    out = {m: [0, 0, [], 0] for m in methods}
+    out = {m: [0, 0, [], 0, []] for m in methods}
     cens = []
     for _ in range(sims):
         df = simulate(rng, orders, args.seeds, args.c, args.alpha, args.sigma, budget,
@@ -91,10 +91,11 @@ def coverage(args, sims: int, rng: np.random.Generator, methods=CANDIDATES) -> d
             else:
                 r = group_interval(np.log(df["group_order"]), np.log(t), ev, df["group"], m,
                                    n_boot=args.n_boot, seed=int(rng.integers(2**31)))
-                ok, lo, hi = not r.reason, r.lo, r.hi
+                ok, lo, hi, f = not r.reason, r.lo, r.hi, r
             if not ok:
                 continue
             o = out[m]
+            o[4].append(float(f.alpha) if m in ("ols", "default") else float(f.coef[1]))
             o[0] += lo[1] < args.alpha < hi[1]
             o[1] += lo[0] < np.log(args.c) < hi[0]
             o[2].append(hi[1] - lo[1])
@@ -129,9 +130,10 @@ def main() -> None:
     out, cens = coverage(a, a.sims, np.random.default_rng(a.rng), a.methods)
     print(f"{a.sims} data sets, {cens:.0%} of runs censored, true alpha {a.alpha}, "
           f"group sd {a.group_sd}, run sd {a.sigma}")
-    for m, (ca, cc, w, n) in out.items():
+    for m, (ca, cc, w, n, est) in out.items():
         print(f"{m:>10}: alpha covered {ca}/{n} ({ca / max(n, 1):.0%}), c covered {cc}/{n}, "
-              f"median width of alpha's interval {np.median(w) if w else float('nan'):.3f}")
+              f"median width of alpha's interval {np.median(w) if w else float('nan'):.3f}, "
+              f"mean estimate {np.mean(est) if est else float('nan'):.3f}")
 
 
 if __name__ == "__main__":
