@@ -286,6 +286,8 @@ def _dry_run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
 
 
 def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
+    import signal
+
     from grokray.sweep.interrupt import on_signals
     from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
@@ -312,12 +314,19 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
                 else:
                     later = deadline.run(plan, lambda part: run_sweep(
                         part, writer, session, pack_setting(args)), session)
+            except KeyboardInterrupt:
+                if signals.received == signal.SIGTERM:  # a graceful stop: running trials
+                    _ask_checkpoints(deadline)          # checkpoint while Ray still runs
+                raise
             finally:
                 if session is not None:  # asked while still connected: Ray's temp dir
                     logs = session.logs_dir()
     except KeyboardInterrupt:  # Interrupted, or Ray's re-raise of it
         print(f"interrupted: {trials_written(plan)} trials written; run the same command to "
               "resume", file=sys.stderr, flush=True)
+        if deadline is not None and writer.display.running:  # started, not written
+            print(f"grokray sweep: {len(writer.display.running)} trials were cut short",
+                  file=sys.stderr, flush=True)
         return _slurm_exit(plan, deadline, signals.exit_code)
     if later:  # trials that could not finish before the Slurm job's time limit
         print(deadline.later_line(later), file=sys.stderr, flush=True)
@@ -342,6 +351,14 @@ def slurm_deadline():  # noqa: ANN201 - grokray.slurm.deadline.Deadline | None
     from grokray.slurm.deadline import from_env
 
     return from_env()
+
+
+def _ask_checkpoints(deadline) -> None:  # noqa: ANN001 - Deadline | None
+    from grokray.slurm.deadline import ask_checkpoints
+
+    line = ask_checkpoints(deadline)
+    if line:
+        print(line, file=sys.stderr, flush=True)
 
 
 def _slurm_exit(plan, deadline, code: int, later=()) -> int:  # noqa: ANN001 - lazy types
