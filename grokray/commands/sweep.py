@@ -297,6 +297,7 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     print(describe(plan), flush=True)
     if not plan.n_todo_trials:
         print("nothing to run: every (config, seed) has a row", flush=True)
+        _best(spec)
         return _summary(spec.sweep_dir) if args.summary else 0
 
     session = None if args.local else RaySession(args.address, args.num_cpus, args.num_gpus)
@@ -337,6 +338,7 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     logs = f"; Ray's logs: {logs}" if logs else ""
     print(f"sweep {spec.name}: {len(writer.outcomes)} trials written to {spec.sweep_dir} "
           f"(run {plan.run_id}); {failed} failed{logs}", flush=True)
+    _best(spec)
     if args.summary:
         _summary(spec.sweep_dir)
     return 0
@@ -373,6 +375,14 @@ def _slurm_exit(plan, deadline, code: int, later=()) -> int:  # noqa: ANN001 - l
         return code
     print(deadline.no_progress_line(later), file=sys.stderr, flush=True)
     return EXIT_NO_PROGRESS
+
+
+def _best(spec) -> None:  # noqa: ANN001 - SweepSpec
+    """A search's best config (values, objective, how censored seeds counted)."""
+    if spec.search is not None:
+        from grokray.sweep.best import best_line
+
+        print(best_line(spec.sweep_dir, spec), flush=True)
 
 
 def _summary(sweep_dir: str) -> int:
