@@ -539,7 +539,7 @@ def _run_job(job: _Job, metrics: list[Any], recompute_id: str, progress: _Progre
     """Compute `job`; returns the rows by metric. Interrupted (KeyboardInterrupt, or a metric
     that fails: GrokrayError), the exception carries the rows finished so far as `.rows`."""
     from grokray.config import TrialConfig
-    from grokray.trial import error_line
+    from grokray.errors import error_line
 
     cfg = TrialConfig.from_dict(json.loads(job.config_json))
     loc = files.Location.of(job.sweep_dir)

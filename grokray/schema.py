@@ -56,7 +56,7 @@ OPTIONAL_OUTCOME_COLUMNS = ["grok_step_lo", "continued_from", "continued_from_st
 """outcome columns older files lack: `grok_step_lo`, the eval before `grok_step` (the grok
 happened in (grok_step_lo, grok_step]; null when censored or grokked at the first eval);
 `continued_from` and `continued_from_step`, the config_hash of the smaller-budget run a row was
-continued from and the step it picked up from (null: trained from step 0; grokray.continuation:
+continued from and the step it picked up from (null: trained from step 0; grokray.sweep.continuing:
 the steps trained for this row are steps_run - continued_from_step)"""
 EXTRA_CONFIG_COLUMNS = ["group_order", "arm"]
 CONFIG_JSON_COLUMN = "config_json"

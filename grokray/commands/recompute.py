@@ -51,8 +51,7 @@ def import_metrics(items: list[str] | None) -> None:
     import importlib.util
     import os
 
-    from grokray.errors import GrokrayError
-    from grokray.trial import error_line
+    from grokray.errors import GrokrayError, error_line
 
     for item in items or ():
         try:

@@ -46,7 +46,6 @@ from grokray.models.fused import Workspace, forge_loss, ident_inv
 from grokray.models.protocol import BaseModel
 from grokray.models.registry import Family
 from grokray.optim.schedules import lambda_alg
-from grokray.trainer import train, train_pack
 
 if TYPE_CHECKING:  # pragma: no cover
     from grokray.config import TrialConfig
@@ -337,7 +336,7 @@ class Forge(BaseModel):
         self.gens = self.gens + other.gens
 
 
-FAMILY = Family("forge", model=Forge, train=train, pack=train_pack, section="forge",
+FAMILY = Family("forge", model=Forge, train="gradient", pack=True, section="forge",
                 config=ForgeConfig, auto=_auto,
                 shared=("model.d", "model.rank", "model.init_scale", "optim", "grokfast",
                         "metrics"))

@@ -70,7 +70,7 @@ class Plan:
             return self.todo_seeds * self.spec.base.steps
         if self.counted:
             return self.spec.seed_steps()
-        from grokray.continuation import steps_to_train
+        from grokray.sweep.continuing import steps_to_train
 
         return sum(steps_to_train(c) for c in self.todo)
 
@@ -114,7 +114,7 @@ def make_plan(spec: SweepSpec, *, rerun_failed: bool = False, force: bool = Fals
             todo.append(cfg if missing == cfg.seeds else cfg.with_overrides({"seeds": missing}))
     cont = None
     if not force and todo and len(rows):  # runs censored at a smaller steps go on
-        from grokray.continuation import plan as continue_plan
+        from grokray.sweep.continuing import plan as continue_plan
 
         cont = continue_plan(todo, spec.sweep_dir)
         todo = cont.todo
