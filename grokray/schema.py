@@ -201,7 +201,7 @@ SNAPSHOT_COLUMNS = ["schema_version", "sweep", "run_id", "config_hash", "seed", 
 
 RECOMPUTED = "recomputed"
 """`grokray recompute`'s tables: `OUT/<sweep>/recomputed/<metric>/<config_hash>-<recompute_id>
-.parquet`, one row per (config, seed, step) of a snapshot (grokray.recomputing)"""
+.parquet`, one row per (config, seed, step) of a snapshot (grokray.sweep.recompute)"""
 RECOMPUTED_KEY_COLUMNS = [
     "schema_version", "sweep", "run_id", "config_hash", "seed", "group", "arch", "arm", "step",
     "metric", "metric_version", "recompute_id",

@@ -4,13 +4,14 @@ functions, with the built-in ones and any a user registers.
     from grokray.metrics.registry import register
 
     @register("restricted_loss", version=1, columns=("restricted_loss", "excluded_loss"))
-    def restricted(snap):            # snap: grokray.recomputing.Snapshot (one seed, one step)
+    def restricted(snap):            # snap: a Snapshot (one seed, one step)
         ...
         return {"restricted_loss": r, "excluded_loss": e}
 
 A metric function takes one `Snapshot` (a seed's parameters at one step: its rebuilt `model`,
 `task`, `train`/`val` split, `logits` of every pair, the trainer's `inputs`, `at(step)` for the
-seed's other snapshots) and returns `{name: value}` (floats, or one-element tensors). Each
+seed's other snapshots; the protocol below, which grokray.snapshots.read.Snapshot implements)
+and returns `{name: value}` (floats, or one-element tensors). Each
 name becomes the curve column `<prefix><name>` (prefix `metric_` unless the metric says
 otherwise), next to the online curve columns. `version` is written beside every value: bump it
 when the function's numbers change, and `grokray recompute` computes that metric again (the
@@ -26,18 +27,55 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from grokray.errors import GrokrayError
 from grokray.schema import METRIC_PREFIX
 
-if TYPE_CHECKING:  # pragma: no cover
-    from grokray.recomputing import Snapshot
+__all__ = ["Metric", "MetricFn", "Snapshot", "get_metric", "metric_names", "metrics",
+           "register", "unregister"]
 
-__all__ = ["Metric", "MetricFn", "get_metric", "metric_names", "metrics", "register",
-           "unregister"]
 
-MetricFn = Callable[["Snapshot"], Mapping[str, Any]]
+class Snapshot(Protocol):
+    """What a metric function reads: one seed's snapshot at one step (built by
+    grokray.snapshots.read; the model, logits and inputs on first use)."""
+
+    config: Any
+    """the trial's TrialConfig (seeds: this one seed; device: cpu)"""
+    config_hash: str
+    seed: int
+    step: int
+    """the snapshot's step"""
+    tags: str
+    """why it was taken: log, init, memorize, grok, end (comma-joined)"""
+    tensors: dict[str, Any]
+    """the kept tensors by name, shaped (numpy; the trial's dtype)"""
+    task: Any
+    """the task (grokray.tasks.Task: a, b, y over every pair, n_in, n_out, group, modulus)"""
+    train: Any
+    """indices into the task of the seed's train pairs (LongTensor, sorted)"""
+    val: Any
+    """indices of its validation pairs"""
+    steps: list[int]
+    """every snapshot step of this seed"""
+
+    @property
+    def model(self) -> Any:
+        """The family's model holding this seed (grokray.models.protocol.Model), or None."""
+
+    @property
+    def logits(self) -> Any:
+        """[N, n_out] logits of every task pair."""
+
+    @property
+    def inputs(self) -> Any:
+        """The trainer's metric inputs at this step (grokray.metrics.mechanism.MetricInputs)."""
+
+    def at(self, step: int | str) -> Snapshot:
+        """The same seed's snapshot at another step, or tag (`end`, `grok`, ..., `last`)."""
+
+
+MetricFn = Callable[[Snapshot], Mapping[str, Any]]
 """fn(snapshot) -> {name: value} (a float, or a one-element tensor)"""
 
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")

@@ -365,7 +365,7 @@ def repair(out_dir: str | os.PathLike) -> dict[str, int]:
 
 
 def _repair_recomputed(loc: Location, removed: dict[str, int]) -> dict[str, int]:
-    """`repair`'s part for `grokray recompute`'s files (grokray.recomputing): temporary files,
+    """`repair`'s part for `grokray recompute`'s files (grokray.sweep.recompute): temporary files,
     rows whose trial run is no longer on disk (its sweep ran it again: the snapshot they were
     computed from is gone), and a row computed twice (same metric, version, trial run, seed and
     step: two recompute runs at once), the newest recompute run's kept. A file is rewritten

@@ -20,8 +20,8 @@ from grokray import files
 from grokray.cli import main as cli
 from grokray.errors import GrokrayError
 from grokray.metrics import registry
-from grokray.recomputing import recompute
 from grokray.sweep import store
+from grokray.sweep.recompute import recompute
 
 torch.set_num_threads(1)
 

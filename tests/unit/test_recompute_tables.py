@@ -9,7 +9,7 @@ import pytest
 
 from grokray import files
 from grokray.errors import GrokrayError
-from grokray.recomputing import Filter, parse_where, select_trials
+from grokray.sweep.recompute import Filter, parse_where, select_trials
 
 
 def test_parse_where():
