@@ -29,7 +29,7 @@ BUILTIN: dict[str, str] = {
     "forge": "grokray.models.forge",
     "transformer": "grokray.models.transformer",
     "rfm": "grokray.models.rfm",
-    "hamiltonian": "grokray.models.hamiltonian",
+    "hamiltonian": "grokray.hamiltonian.family",
 }
 """arch name -> module that defines `FAMILY` (one line per built-in family)"""
 

@@ -1,4 +1,4 @@
-"""One Hamiltonian trial for one seed: data, training, long rollout, invariant drift (pure).
+"""One seed of a Hamiltonian trial: data, training, long rollout, invariant drift (pure).
 
 `run_seed(cfg, seed) -> SeedOutcome`. The config is any object with the fields of `HamConfig`
 (the family's config section). Seeding: the data comes from `data_seed` (numpy PCG64), the model
