@@ -27,6 +27,7 @@ from grokray.errors import GrokrayError, error_line
 from grokray.groups import parse
 from grokray.models.registry import get_family
 from grokray.result import TrialResult
+from grokray.tasks import canonical_names
 from grokray.trial import pack_trainer_of, run_trial, start_run
 from grokray.trialrun import ProgressFn
 
@@ -62,8 +63,6 @@ def pack_key(cfg: TrialConfig) -> str | None:
 
 def _composes(cfg: TrialConfig) -> bool:
     """The task is the group's composition (not a modular op on Z_p)."""
-    from grokray.tasks import canonical_names
-
     return canonical_names(cfg.group, cfg.op)[1] == "group"
 
 

@@ -180,6 +180,7 @@ def _online(name: str) -> MetricFn:
     (grokray.metrics.mechanism.compute_eval_metrics; one seed)."""
 
     def fn(snap: Snapshot) -> dict[str, Any]:
+        # torch: only when a metric runs (registering and `recompute --list` stay light)
         from grokray.metrics.mechanism import compute_eval_metrics
 
         if snap.model is None:
@@ -193,7 +194,7 @@ def _online(name: str) -> MetricFn:
 def _axioms(snap: Snapshot) -> dict[str, Any]:
     """FORGE's unweighted algebra losses (the curve columns loss_assoc, loss_ident, loss_inv);
     nothing for a model without them."""
-    import torch
+    import torch  # when the metric runs: registering stays light
 
     m = snap.model
     if m is None or not m.has_aux:
@@ -206,7 +207,7 @@ def _feature_matrix(snap: Snapshot) -> Any:
     """The seed's feature matrix over one-hot pairs e_a (+) e_b, [2n, 2n] float64: RFM's M when
     the snapshot keeps it (tensor `M`), else the AGOP of an embed-and-concat MLP (its
     `pair_mlp` view) at the seed's training pairs, as `nfa` takes it; None otherwise."""
-    import torch
+    import torch  # when the metric runs: registering stays light
 
     if "M" in snap.tensors:
         return torch.as_tensor(snap.tensors["M"]).double()
@@ -215,6 +216,7 @@ def _feature_matrix(snap: Snapshot) -> Any:
     view = snap.model.hooks().get("pair_mlp")
     if view is None:
         return None
+    # torch: when the metric runs (registering stays light)
     from grokray.metrics.agop import embed_mlp_nfa
     from grokray.metrics.mechanism import NFA_MAX_PAIRS
 
@@ -228,7 +230,7 @@ def _feature_matrix(snap: Snapshot) -> Any:
 def _agop(snap: Snapshot) -> dict[str, Any]:
     """agop_align: rho(M_t, M_last), the centered alignment of the seed's feature matrix with
     the one at its last snapshot (RFM's online `agop_align`; an MLP's AGOP); NaN without one."""
-    from grokray.metrics.agop import agop_alignment
+    from grokray.metrics.agop import agop_alignment  # torch: when it runs
 
     M = _feature_matrix(snap)
     last = snap.at("last")
@@ -242,6 +244,7 @@ def _circulant(snap: Snapshot) -> dict[str, Any]:
     """circulant_dev: the circulant deviation of the feature matrix's off-diagonal block, in
     the op's order (RFM's online `circulant_dev`; an MLP's AGOP); NaN unless the task is
     add/sub (any Z_p) or mul/div (p prime) with such a feature matrix."""
+    # torch: when the metric runs (registering stays light)
     from grokray.metrics.circulant import feature_circulant_deviation, has_circulant_structure
 
     task = snap.task
