@@ -287,6 +287,14 @@ def _plan(dirs: list[str], metrics: list[Any], filters: list[Filter], skip_missi
     summary.skipped = {"no snapshots": len(missing),
                        "family keeps no model snapshots": skipped_model,
                        "failed without snapshots": skipped_failed}
+    return _jobs(chosen, has, index, metrics, summary)
+
+
+def _jobs(chosen: list[dict[str, Any]], has: dict[tuple[str, str, int, str], list[int]],
+          index: dict[str, pd.DataFrame], metrics: list[Any], summary: Summary) -> list[_Job]:
+    """One job per config of the `chosen` trials rows, with the (metric, seed, step) values
+    not on disk at the metric's version (`has`: the snapshot steps of each trial run)."""
+    dirs = list(index)
     done = {(d, m.name): _done(d, m.name, m.version) for d in dirs for m in metrics}
     snap_files: dict[tuple[str, str], list[str]] = {}
     for d, ix in index.items():
