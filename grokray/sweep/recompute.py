@@ -244,6 +244,9 @@ def _done(sweep_dir: str, metric: str, version: int) -> set[tuple[str, int, str,
 
 def _plan(dirs: list[str], metrics: list[Any], filters: list[Filter], skip_missing: bool,
           summary: Summary) -> list[_Job]:
+    """The jobs computing `metrics` over the trials of `dirs` that `filters` select: the seeds
+    with snapshots (GrokrayError naming those without, unless `skip_missing`, or when none has
+    any); what is skipped goes to `summary`."""
     trials = pd.concat([_read_trials(d) for d in dirs], ignore_index=True, sort=False)
     if trials.empty:
         raise GrokrayError(f"no trials rows in {', '.join(dirs)}")
