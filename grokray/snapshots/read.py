@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from grokray import files
+from grokray import reader
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError, SchemaError
 from grokray.metrics.mechanism import MetricInputs
@@ -39,9 +39,9 @@ def load_snapshots(out: str | os.PathLike, config_hash: str | None = None,
                    seed: int | None = None) -> pd.DataFrame:
     """The snapshots table (one row per config, seed, step, tensor), optionally of one config
     and seed; `grokray.snapshots.to_tensor(row)` shapes a row's values."""
-    t = files.read_dir(os.fspath(out), SNAPSHOTS, required=("config_hash", "seed", "step"))
+    t = reader.read_dir(os.fspath(out), SNAPSHOTS, required=("config_hash", "seed", "step"))
     if t.damaged:
-        raise GrokrayError(files.problems_error(os.fspath(out), t.damaged))
+        raise GrokrayError(reader.problems_error(os.fspath(out), t.damaged))
     df = t.frame.drop(columns="file") if "file" in t.frame else t.frame
     if config_hash is not None and len(df):
         df = df[df["config_hash"] == config_hash]
@@ -90,10 +90,10 @@ def load_model(out: str | os.PathLike, config_hash: str, seed: int,
     """The model of trial `config_hash`, seed `seed`, at snapshot `step` (a step, or a tag:
     `end` (default), `grok`, `memorize`, `init`), on the CPU."""
     out = os.fspath(out)
-    t = files.read_dir(out, TRIALS, columns=["config_hash", "seed", "config_json"],
+    t = reader.read_dir(out, TRIALS, columns=["config_hash", "seed", "config_json"],
                        required=ID_COLUMNS)
     if t.damaged:
-        raise SchemaError(files.problems_error(out, t.damaged))
+        raise SchemaError(reader.problems_error(out, t.damaged))
     trials = t.frame
     row = trials[(trials["config_hash"] == config_hash) & (trials["seed"] == int(seed))]
     if row.empty:

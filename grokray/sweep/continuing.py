@@ -33,7 +33,7 @@ from typing import Any
 
 import pandas as pd
 
-from grokray import files
+from grokray import reader
 from grokray.config import TrialConfig
 from grokray.evals import EvalSchedule
 from grokray.models.registry import get_family
@@ -123,10 +123,10 @@ def plan(configs: list[TrialConfig], sweep_dir: str) -> Continuations:
     out = Continuations(todo=list(configs))
     if not configs:
         return out
-    loc = files.Location.of(sweep_dir)
+    loc = reader.Location.of(sweep_dir)
     cols = ["config_hash", "seed", "status", "steps", "steps_run", "schema_version",
             "config_json"]
-    t = files.read_dir(loc, TRIALS, columns=cols, required=("config_hash", "seed", "status"))
+    t = reader.read_dir(loc, TRIALS, columns=cols, required=("config_hash", "seed", "status"))
     df = t.frame
     if not len(df) or not {"steps", "steps_run", "config_json"} <= set(df.columns):
         return out
@@ -164,7 +164,7 @@ def plan(configs: list[TrialConfig], sweep_dir: str) -> Continuations:
     return out
 
 
-def _seeds_refusal(old: _Old, seeds: list[int], loc: files.Location) -> str | None:
+def _seeds_refusal(old: _Old, seeds: list[int], loc: reader.Location) -> str | None:
     """Why some seed cannot continue from `old` (None: every one can)."""
     o = old.cfg.steps
     for s in seeds:

@@ -19,7 +19,7 @@ file is written when the config is done; on Ctrl-C, or when a metric raises, the
 current one finished so far are written first).
 
 Readers (`grokray analyze`, `grokray.load`: grokray_analysis.load) put the values beside the online
-curves (grokray.files.merge_recomputed: an online value wins where it exists, they agree);
+curves (grokray.reader.merge_recomputed: an online value wins where it exists, they agree);
 `repair` drops rows whose trial run is gone and duplicate rows, `status --repair` quarantines
 an unreadable file (grokray.sweep.store).
 """
@@ -47,7 +47,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from grokray import files
+from grokray import reader
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError, error_line
 from grokray.metrics.registry import get_metric
@@ -134,7 +134,7 @@ def sweep_dirs(out: str) -> list[str]:
     """OUT itself when it is a sweep dir (it has trials/), else the sweep dirs directly under
     it (a ledger root). GrokrayError (one line) when there is none."""
     try:
-        loc = files.Location.of(out)
+        loc = reader.Location.of(out)
         if not loc.is_dir():
             raise GrokrayError(f"no such directory: {out}; give a sweep dir (OUT/<sweep>) or "
                                "a dir of sweep dirs")
@@ -143,7 +143,7 @@ def sweep_dirs(out: str) -> list[str]:
         subs = loc.subdirs()
     except (OSError, ValueError) as exc:
         raise GrokrayError(f"cannot open {out}: {' '.join(str(exc).split())[:200]}") from None
-    found = [files.join_uri(out, s) for s in subs if loc.is_dir(s, TRIALS)]
+    found = [reader.join_uri(out, s) for s in subs if loc.is_dir(s, TRIALS)]
     if not found:
         raise GrokrayError(f"{out} is not a sweep dir (no trials/) and holds none; give "
                            "OUT/<sweep> of a sweep that ran, or the output root of several")
@@ -206,10 +206,10 @@ class Summary:
 
 
 def _read_trials(sweep_dir: str) -> pd.DataFrame:
-    t = files.read_dir(sweep_dir, TRIALS, required=("config_hash", "seed", "status", "run_id"))
+    t = reader.read_dir(sweep_dir, TRIALS, required=("config_hash", "seed", "status", "run_id"))
     if t.damaged:
-        raise GrokrayError(files.problems_error(sweep_dir, t.damaged))
-    df, _, _ = files.dedupe(t.frame.drop(columns="file"))
+        raise GrokrayError(reader.problems_error(sweep_dir, t.damaged))
+    df, _, _ = reader.dedupe(t.frame.drop(columns="file"))
     if df.empty:
         return df
     df = df.copy()
@@ -219,10 +219,10 @@ def _read_trials(sweep_dir: str) -> pd.DataFrame:
 
 
 def _snapshot_index(sweep_dir: str) -> pd.DataFrame:
-    t = files.read_dir(sweep_dir, SNAPSHOTS, columns=["config_hash", "seed", "run_id", "step"],
+    t = reader.read_dir(sweep_dir, SNAPSHOTS, columns=["config_hash", "seed", "run_id", "step"],
                        required=("config_hash", "seed", "step"))
     if t.damaged:
-        raise GrokrayError(files.problems_error(sweep_dir, t.damaged))
+        raise GrokrayError(reader.problems_error(sweep_dir, t.damaged))
     df = t.frame.drop_duplicates()  # one row per (config, seed, run, step, file)
     if len(df):
         df = df.assign(seed=pd.to_numeric(df["seed"]).astype("int64"),
@@ -231,11 +231,11 @@ def _snapshot_index(sweep_dir: str) -> pd.DataFrame:
 
 
 def _done(sweep_dir: str, metric: str, version: int) -> set[tuple[str, int, str, int]]:
-    t = files.read_dir(sweep_dir, f"{RECOMPUTED}/{metric}",
+    t = reader.read_dir(sweep_dir, f"{RECOMPUTED}/{metric}",
                        columns=list(RECOMPUTED_REQUIRED_COLUMNS),
                        required=RECOMPUTED_REQUIRED_COLUMNS)
     if t.damaged:
-        raise GrokrayError(files.problems_error(sweep_dir, t.damaged))
+        raise GrokrayError(reader.problems_error(sweep_dir, t.damaged))
     df = t.frame
     df = df[pd.to_numeric(df["metric_version"]) == version]
     return set(zip(df["config_hash"], df["seed"].astype(int), df["run_id"],
@@ -398,7 +398,7 @@ def _run_job(job: _Job, metrics: list[Any], recompute_id: str, progress: _Progre
     """Compute `job`; returns the rows by metric. Interrupted (KeyboardInterrupt, or a metric
     that fails: GrokrayError), the exception carries the rows finished so far as `.rows`."""
     cfg = TrialConfig.from_dict(json.loads(job.config_json))
-    loc = files.Location.of(job.sweep_dir)
+    loc = reader.Location.of(job.sweep_dir)
     want = [c for c in SNAPSHOT_COLUMNS if c not in ("schema_version", "sweep", "shape")]
     frames = [loc.read_table(loc.join(SNAPSHOTS, f), [*want, "shape"]) for f in job.files]
     snaps = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=want)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from grokray import files
+from grokray import reader
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError
 from grokray.optim.state import load_member_state
@@ -103,7 +103,7 @@ def load(cfg: TrialConfig) -> Resumed:
     """Read what the seeds of `cfg` continue from (`cfg.resume`)."""
     r = cfg.resume
     assert r.config_hash is not None and r.out is not None
-    loc = files.Location.of(r.out)
+    loc = reader.Location.of(r.out)
     seeds, copied = set(cfg.seeds), set(r.copied)
 
     def read(sub: str) -> pd.DataFrame:

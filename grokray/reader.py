@@ -1,12 +1,12 @@
-"""The one Parquet reader and writer location: local paths and URLs alike.
+"""The one reader of a results dir's Parquet files, and where they live: local paths and URLs
+alike (the writer's rules, atomic writes, the done-manifest and repair, are grokray.sweep.store).
 
 `Location` is a directory on a pyarrow filesystem (local disk, or any URL pyarrow opens: s3://,
 gs://, hdfs://). `read_dir` reads every result file of a table directory (`trials/` or `curves/`)
 and never stops at a damaged one: each unreadable, foreign or too-new file comes back as a
 `Damage` naming it and how to repair it, and the caller decides (status and analyze report them
 all and exit 2). Both `grokray.sweep.store` and `grokray_analysis.load` read through here; every
-column
-name and status they check comes from `grokray.schema`.
+column name and status they check comes from `grokray.schema`.
 
 No torch, no Ray: `analysis/` imports this module.
 """
