@@ -123,8 +123,8 @@ class SweepIndex:
         with self.lock:
             changed = False
             self.last_read = 0
-            for sub, reader in ((TRIALS, self._read_trials), (CURVES, self._read_curves)):
-                changed |= self._refresh_sub(sub, reader)
+            for sub, read in ((TRIALS, self._read_trials), (CURVES, self._read_curves)):
+                changed |= self._refresh_sub(sub, read)
             try:
                 self.plan = reader.read_plan(self.path)
             except (OSError, ValueError):
@@ -134,7 +134,7 @@ class SweepIndex:
                 self.changed_at = time.time()
             return changed
 
-    def _refresh_sub(self, sub: str, reader) -> bool:
+    def _refresh_sub(self, sub: str, read) -> bool:
         """Drop the rows of files gone or rewritten, append those of new or rewritten ones."""
         listing = self._listing(sub)
         gone = [n for (s, n) in self._stamps if s == sub and n not in listing]
@@ -154,7 +154,7 @@ class SweepIndex:
             return False
         self.last_read += len(todo)
         with ThreadPoolExecutor(_READERS) as pool:
-            results = list(pool.map(lambda t: reader(t[1]), todo))
+            results = list(pool.map(lambda t: read(t[1]), todo))
         tables = []
         for (name, path, stamp), t in zip(todo, results, strict=True):
             self._stamps[(sub, name)] = stamp
