@@ -86,7 +86,7 @@ class WriterLock:
     """The lock of one output dir (a local path or a pyarrow URL)."""
 
     def __init__(self, out_dir: str, command: str = ""):
-        from grokray.files import Location
+        from grokray.reader import Location
 
         self.loc = Location.of(out_dir)
         self.out_dir = out_dir

@@ -146,7 +146,7 @@ class SweepSpec:
     @property
     def sweep_dir(self) -> str:
         """`out/name`."""
-        from grokray.files import join_uri
+        from grokray.reader import join_uri
 
         return join_uri(self.out, self.name)
 
