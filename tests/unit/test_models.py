@@ -176,3 +176,21 @@ def test_activation_names_are_one_list():
     for section in (ModelConfig, TransformerConfig):
         act = next(f for f in dataclasses.fields(section) if f.name == "act")
         assert act.metadata["choices"] == ACTIVATIONS == tuple(ACTS)
+
+
+def test_families_name_a_training_protocol_the_trial_resolves():
+    from grokray import trainer
+    from grokray.models.registry import Family, get_family, register
+    from grokray.trial import pack_trainer_of, trainer_of
+
+    mlp, tr, rfm = get_family("mlp"), get_family("transformer"), get_family("rfm")
+    assert (mlp.train, mlp.pack, tr.train, tr.pack) == ("gradient", True, "gradient", False)
+    assert trainer_of(mlp) is trainer.train and pack_trainer_of(mlp) is trainer.train_pack
+    assert pack_trainer_of(tr) is None  # the transformer's trials run one at a time
+    assert callable(rfm.train) and trainer_of(rfm) is rfm.train and pack_trainer_of(rfm) is None
+    with pytest.raises(ValueError, match="unknown training protocol 'sgd'; valid: gradient"):
+        register(Family("x", train="sgd", model=MLP))
+    with pytest.raises(ValueError, match="gradient training needs its `model`"):
+        register(Family("x"))
+    with pytest.raises(ValueError, match="only a training protocol packs"):
+        register(Family("x", train=lambda run: None, pack=True))

@@ -144,3 +144,26 @@ def test_rfm_keeps_its_feature_matrix_per_iteration(tmp_path):
     store.write_result(r, tmp_path, sweep="s", run_id="20260101T000000Z-aaaa")
     back = grokray.load_snapshots(tmp_path, cfg.config_hash(), 1)
     assert len(back) == len(s[s.seed == 1]) and set(back["tensor"]) == {"M"}
+
+
+def test_the_snapshot_a_metric_reads_is_what_the_registry_states():
+    """grokray.snapshots.read.Snapshot has every member of the Protocol a metric function is
+    typed against (grokray.metrics.registry.Snapshot), and its model answers as the trial's."""
+    import typing
+
+    from grokray.metrics.registry import Snapshot as Stated
+    from grokray.snapshots.read import SeedSnapshots, Snapshot
+
+    cfg = _cfg(arch="mlp", seeds=[0])
+    r = run_trial(cfg)
+    frame = pd.DataFrame(r.snapshots)
+    data = SeedSnapshots(cfg, cfg.config_hash(), 0, "run", "s", frame, {})
+    snap = Snapshot(data, data.steps[-1])
+    members = set(typing.get_type_hints(Stated)) | {
+        k for k, v in vars(Stated).items() if callable(v) or isinstance(v, property)}
+    members -= {k for k in vars(typing.Protocol)} | {"__init__", "__subclasshook__"}
+    assert {"model", "logits", "inputs", "at", "tensors", "steps"} <= members
+    for name in members:
+        assert hasattr(snap, name), name
+    assert snap.logits.shape == (len(snap.task), snap.task.n_out)
+    assert snap.at("init").step == 0
