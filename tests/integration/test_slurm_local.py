@@ -1,9 +1,9 @@
 """`grokray slurm` against a real Slurm on this machine (scripts/local_slurm.sh: munge,
 slurmctld and slurmd started by hand, each slurmd in its own PID and UTS namespace): a small
-sweep (rows once, each row naming the node it ran on); a sweep longer than its time limit
-(signalled, requeued, finished, rows once); two jobs at once on one node; a graceful stop and a
-plain `scancel`, each then run again; fake GPUs (gres on mknod'ed device files) handed to the
-trials; and, with two nodes up (one slurmd per network namespace), a Ray cluster over both.
+sweep (rows once, each row naming the node it ran on) at the same time as a sweep on fake GPUs
+(gres on mknod'ed device files), on one node; a sweep longer than its time limit (signalled,
+requeued, finished, rows once); a graceful stop and a plain `scancel`, each then run again;
+and, with two nodes up (one slurmd per network namespace), a Ray cluster over both.
 
 Slow and opt-in (--runslow); skipped unless the local Slurm answers (`scripts/local_slurm.sh up
 [--gpus 2] [--nodes 2]`; SLURM_CONF from $GROKRAY_SLURM_CONF, default
@@ -121,21 +121,6 @@ def _assert_rows_once(df: pd.DataFrame, n: int) -> None:
     assert (df["status"] != "failed").all(), df["error"].tolist()
 
 
-def test_small_sweep_rows_once(tmp_path):
-    spec = _spec(tmp_path, "small", n=2, seeds=2)
-    job = _submit(spec, "--time", "00:10:00", "--cpus-per-node", "2")
-    info = _wait(job)
-    sweep = tmp_path / "results" / "small"
-    log = _log(sweep, job)
-    assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", log
-    df = _rows(sweep)
-    _assert_rows_once(df, 4)
-    # each row names the node its trial ran on (slurmd's own host name), not the driver's host
-    assert set(df["hostname"]) <= {n[0] for n in NODES}, set(df["hostname"])
-    assert "trials written" in log and not (sweep / ".lock").exists()
-    assert not list(Path("/tmp").glob(f"gr-{job}*"))  # its Ray temp dir went with it
-
-
 def test_time_limit_requeues_and_finishes(tmp_path):
     """A sweep of about two allocations' work: Slurm signals the batch shell before the limit,
     the driver writes what finished and exits 143, the job requeues itself and the next run
@@ -157,23 +142,39 @@ def test_time_limit_requeues_and_finishes(tmp_path):
 
 
 def test_two_jobs_at_once_on_one_node(tmp_path):
-    a, b = _spec(tmp_path, "twin_a", n=2, steps=2000), _spec(tmp_path, "twin_b", n=2, steps=2000)
+    """Two jobs on one node at the same time, no port or temp-dir collision: a small sweep
+    (rows once, each naming the node it ran on; its lock and temp dir gone after), and, where
+    the node has fake GPUs, a sweep whose trials each hold one: Slurm grants the node's two
+    GPUs, Ray gives one to each trial (every trial saw one of the ids Slurm gave; both used)."""
+    gpus = _gpus() >= 2
+    a = _spec(tmp_path, "twin_a", n=2, seeds=2, steps=2000)
+    b = _spec(tmp_path, "twin_b", n=4, steps=2000, gpu=1 if gpus else 0)
     ja = _submit(a, "--time", "00:10:00", "--cpus-per-node", "2")
-    jb = _submit(b, "--time", "00:10:00", "--cpus-per-node", "2")
+    jb = _submit(b, "--time", "00:10:00", "--cpus-per-node", "2",
+                 *(["--gpus-per-node", "2"] if gpus else []))
     both = False
     t0 = time.monotonic()
     while time.monotonic() - t0 < 300 and not both:
         both = _job(ja).get("JobState") == "RUNNING" == _job(jb).get("JobState")
         time.sleep(2)
     ia, ib = _wait(ja), _wait(jb)
-    la = _log(tmp_path / "results" / "twin_a", ja)
-    lb = _log(tmp_path / "results" / "twin_b", jb)
+    sa, sb = tmp_path / "results" / "twin_a", tmp_path / "results" / "twin_b"
+    la, lb = _log(sa, ja), _log(sb, jb)
     assert ia["JobState"] == ib["JobState"] == "COMPLETED", la + lb
+    assert ia["ExitCode"] == "0:0", la
     assert both, "the two jobs never ran at the same time"
     heads = [re.search(r"Ray head (\S+),", x).group(1) for x in (la, lb)]
     assert heads[0] != heads[1]  # ports of their own
-    for name in ("twin_a", "twin_b"):
-        _assert_rows_once(_rows(tmp_path / "results" / name), 2)
+    df = _rows(sa)
+    _assert_rows_once(df, 4)
+    # each row names the node its trial ran on (slurmd's own host name), not the driver's host
+    assert set(df["hostname"]) <= {n[0] for n in NODES}, set(df["hostname"])
+    assert "trials written" in la and not (sa / ".lock").exists()
+    assert not list(Path("/tmp").glob(f"gr-{ja}-*"))  # its Ray temp dir went with it
+    db = _rows(sb)
+    _assert_rows_once(db, 4)
+    if gpus:
+        assert set(db["cuda_visible_devices"]) == {"0", "1"}, db["cuda_visible_devices"].tolist()
 
 
 def test_graceful_stop_then_scancel_then_rerun(tmp_path):
@@ -206,20 +207,6 @@ def test_graceful_stop_then_scancel_then_rerun(tmp_path):
     info = _wait(p.stdout.strip(), timeout=600)
     assert info["JobState"] == "COMPLETED", _log(sweep, p.stdout.strip())
     _assert_rows_once(_rows(sweep), 6)
-
-
-@pytest.mark.skipif(_gpus() < 2, reason="no fake GPUs (scripts/local_slurm.sh up --gpus 2)")
-def test_fake_gpus_reach_the_trials(tmp_path):
-    """Slurm grants the node's two (fake) GPUs; Ray hands one to each trial: every trial saw
-    one of the ids Slurm gave, and both were used."""
-    spec = _spec(tmp_path, "gpus", n=4, steps=2000, gpu=1)
-    job = _submit(spec, "--time", "00:10:00", "--cpus-per-node", "2", "--gpus-per-node", "2")
-    info = _wait(job)
-    sweep = tmp_path / "results" / "gpus"
-    assert info["JobState"] == "COMPLETED", _log(sweep, job)
-    df = _rows(sweep)
-    _assert_rows_once(df, 4)
-    assert set(df["cuda_visible_devices"]) == {"0", "1"}, df["cuda_visible_devices"].tolist()
 
 
 @pytest.mark.skipif(len(NODES) < 2, reason="one node up (scripts/local_slurm.sh up --nodes 2)")
