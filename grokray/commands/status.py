@@ -16,6 +16,9 @@ import json
 import os
 import sys
 
+from grokray.errors import GrokrayError, SchemaError
+from grokray.sweep.lock import WriterLock
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -36,10 +39,11 @@ def status_tables(sweep_dir: str) -> dict:
     """The numbers `grokray status` prints (a dict of plain values and DataFrames).
 
     Raises SchemaError naming every damaged file and every trial whose curves are missing."""
+    # lazy: loads pandas, kept out of `grokray --help`
     import pandas as pd
 
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray import files
-    from grokray.errors import GrokrayError, SchemaError
     from grokray.schema import ID_COLUMNS, STATUSES
     from grokray.sweep import store
 
@@ -141,8 +145,8 @@ def status_json(s: dict) -> str:
 
 
 def repair(sweep_dir: str) -> int:
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep import store
-    from grokray.sweep.lock import WriterLock
 
     with WriterLock(sweep_dir, f"grokray status --repair {sweep_dir}"):
         done = store.repair_damaged(sweep_dir)

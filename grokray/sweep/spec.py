@@ -48,6 +48,7 @@ from typing import Any
 from grokray import yamlsafe
 from grokray.config import SECTIONS, TrialConfig, get_key, valid_keys
 from grokray.errors import ConfigError, GrokrayError, SpecError
+from grokray.files import join_uri
 from grokray.groups import parse as parse_group
 from grokray.models.registry import families
 from grokray.sweep.search import (
@@ -146,8 +147,6 @@ class SweepSpec:
     @property
     def sweep_dir(self) -> str:
         """`out/name`."""
-        from grokray.files import join_uri
-
         return join_uri(self.out, self.name)
 
     @property
