@@ -51,7 +51,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="with --method ols: fit per-group medians, not per-seed runs")
     s.add_argument("--compare", nargs=2, metavar=("A", "B"),
                    help="test whether alpha differs between two arms (interaction term)")
-    _boot(s)
+    s.add_argument("--interval", choices=("group", "per-run", "group-bootstrap"),
+                   default="group",
+                   help="95%% interval of c and alpha: group (default; groups as the unit of "
+                        "replication: cluster-robust covariance, t on groups - 2), per-run "
+                        "(every run independent: no group effect assumed), group-bootstrap "
+                        "(aft: percentile over --bootstrap resamples of whole groups)")
+    s.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                   help="bootstrap resamples (default 1000; 0 turns it off): ols's bootstrap "
+                        "over seeds (alpha_seedboot: groups held fixed) and "
+                        "--interval group-bootstrap's")
+    s.add_argument("--seed", type=int, default=0, help="bootstrap RNG seed (default 0)")
 
     s = sub.add_parser("signtest", help="paired sign test + Wilcoxon between two arms")
     _common(s)
@@ -161,7 +171,8 @@ def _compute(args: argparse.Namespace):
         methods = ("aft", "ols") if args.method == "both" else (args.method,)
         res = scaling(trials, arms=args.arms, by=args.by, methods=methods,
                       medians=args.medians, n_boot=args.bootstrap, seed=args.seed,
-                      compare=tuple(args.compare) if args.compare else None)
+                      compare=tuple(args.compare) if args.compare else None,
+                      interval=args.interval)
         return res, scaling_tables(res)
     if a == "signtest":
         from grokray_analysis.signtest import sign_test

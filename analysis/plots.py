@@ -70,12 +70,12 @@ def plot_scaling(res: ScalingResult, path: str | Path) -> Path:
         kind = "censored AFT" if f.method == "aft" else f"OLS grokked only, R²={f.r2:.2f}"
         ax.plot(band.order, band.fit, color=color, ls=ls,
                 label=f"{f.arm} {kind}: {f.c:.3g}·|G|^{f.alpha:.3f} "
-                      f"[{f.alpha_ci[0]:.2f}, {f.alpha_ci[1]:.2f}]")
+                      f"[{f.alpha_ci[0]:.2f}, {f.alpha_ci[1]:.2f}] ({f.interval})")
         ax.fill_between(band.order, band.lo, band.hi, color=color,
                         alpha=0.15 if f.method == "aft" else 0.07)
     handles, labels = ax.get_legend_handles_labels()
     handles.append(Line2D([], [], color="0.5", lw=6, alpha=0.3))
-    labels.append("band: 95% CI of the median line")
+    labels.append("band: 95% CI of the median line (interval named in brackets)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     _log_ticks(ax)

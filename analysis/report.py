@@ -86,7 +86,8 @@ def paper_comparisons(trials: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0
         for num, v, ci in ((papers.SCALING[0], aft.c, aft.c_ci),
                            (papers.SCALING[1], aft.alpha, aft.alpha_ci)):
             detail = (f"censored log-normal AFT, 95% CI [{fmt(sig3(ci[0]))}, "
-                      f"{fmt(sig3(ci[1]))}]; {info}") if aft.fitted else aft.reason
+                      f"{fmt(sig3(ci[1]))}] (groups as the unit); {info}") if aft.fitted \
+                else aft.reason
             out.append(Comparison(num, v, detail))
         out.append(Comparison(papers.SCALING[2], ols.r2,
                               f"OLS on the {ols.n_points} grokked runs only (as the paper); "

@@ -82,6 +82,14 @@ def fmt(v: object) -> str:
 # ---- result -> tables -----------------------------------------------------------------------
 
 
+INTERVAL_TEXT = {
+    "group": "groups as the unit of replication: cluster-robust (sandwich) covariance from "
+             "per-group score sums, t quantile with G - 2 degrees of freedom, G groups (ols "
+             "with --medians: the points are the groups, t_{G-2})",
+    "per-run": "every run an independent observation (no group effect assumed)",
+    "group-bootstrap": "groups as the unit: percentile interval over resamples of whole groups, "
+                       "the censored fit refitted per resample",
+}
 METHOD_TEXT = {
     "aft": "censored log-normal AFT (every run; not-grokked runs right-censored at the budget)",
     "ols": "OLS on log-log over grokked runs only (censored runs dropped: biased; paper's R^2)",
@@ -92,28 +100,35 @@ def scaling_tables(res: ScalingResult, comparison: AlphaComparison | None = None
     """Power-law fits, one row per (arm, method); runs per group; the exponent comparison."""
     comparison = comparison or res.comparison
     cols = (
-        res.by, "method", "c", "c_lo", "c_hi", "alpha", "alpha_lo", "alpha_hi", "sigma",
-        "alpha_boot_lo", "alpha_boot_hi", "r2", "points", "runs", "grokked", "censored", "failed",
-        "never_grokked_groups", "note",
+        res.by, "method", "interval", "c", "c_lo", "c_hi", "alpha", "alpha_lo", "alpha_hi",
+        "alpha_run_lo", "alpha_run_hi", "sigma", "alpha_seedboot_lo", "alpha_seedboot_hi", "r2",
+        "groups", "points", "runs", "grokked", "censored", "failed", "never_grokked_groups",
+        "note",
     )
     rows = tuple(
         (
-            f.arm, f.method + ("-medians" if f.medians else ""), f.c, *f.c_ci, f.alpha,
-            *f.alpha_ci, f.sigma, *f.alpha_boot_ci, f.r2, f.n_points, f.n_runs, f.n_grokked,
-            f.n_censored, f.n_excluded, " ".join(f.censored_groups), f.reason,
+            f.arm, f.method + ("-medians" if f.medians else ""), f.interval, f.c, *f.c_ci,
+            f.alpha, *f.alpha_ci, *f.alpha_run_ci, f.sigma, *f.alpha_boot_ci, f.r2, f.n_groups,
+            f.n_points, f.n_runs, f.n_grokked, f.n_censored, f.n_excluded,
+            " ".join(f.censored_groups), f.reason or f.note,
         )
         for f in res.fits
     )
     methods = list(dict.fromkeys(f.method for f in res.fits))
-    n_boot = max((f.n_boot for f in res.fits), default=0)
-    notes = tuple(f"method {m}: {METHOD_TEXT[m]}." for m in methods) + (
-        "c * |G|^alpha is the median grok step at order |G|; 95% intervals (t quantile with "
-        "k - 2 degrees of freedom, k grokked runs; for aft Wald intervals widened to match OLS "
-        "when nothing is censored). censored = runs that did not grok within their budget "
-        "(not_grokked, diverged); failed runs carry no time.",
+    intervals = list(dict.fromkeys(f.interval for f in res.fits))
+    n_boot = max((f.n_boot for f in res.fits if f.method == "ols"), default=0)
+    notes = tuple(f"method {m}: {METHOD_TEXT[m]}." for m in methods) + tuple(
+        f"interval {i}: {INTERVAL_TEXT[i]}." for i in intervals) + (
+        "c * |G|^alpha is the median grok step at order |G|. alpha_lo/hi: the 95% interval "
+        "the interval column names; alpha_run_lo/hi: the per-run interval beside it (every run "
+        "independent: t_{k-2}, k grokked runs; for aft Wald widened to match OLS when nothing "
+        "is censored). censored = runs that did not grok within their budget (not_grokked, "
+        "diverged); failed runs carry no time.",
     )
     if "ols" in methods:
-        notes += (f"alpha_boot: percentile bootstrap over seeds for ols ({n_boot} resamples).",)
+        notes += (f"alpha_seedboot: percentile bootstrap over seeds for ols ({n_boot} "
+                  "resamples; the runs of a drawn seed come along in every group: groups held "
+                  "fixed, no group effect).",)
     out = [Table("Power law grok_step = c * |G|^alpha", cols, rows, notes)]
     seen, grows = set(), []
     for f in res.fits:
@@ -139,7 +154,9 @@ def scaling_tables(res: ScalingResult, comparison: AlphaComparison | None = None
                 ((c.arm_a, c.arm_b, c.method, c.alpha_a, c.alpha_b, c.diff, *c.diff_ci, c.t,
                   c.p_value, c.n_points, c.reason),),
                 (f"log T ~ log|G| * [arm == {c.arm_b}]; method {c.method}: "
-                 f"{METHOD_TEXT[c.method]}.",),
+                 f"{METHOD_TEXT[c.method]}; interval {c.interval}: "
+                 + ("a group's runs in both arms one cluster, t on G - 2"
+                    if c.interval == "group" else "runs independent") + ".",),
             )
         )
     return out

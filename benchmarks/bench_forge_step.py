@@ -1,4 +1,4 @@
-"""FORGE's training step vs the matched-budget MLP's on the same group (issue 19's <= 3x target).
+"""FORGE's training step vs the matched-budget MLP's on the same group (target: <= 3x).
 
     python benchmarks/bench_forge_step.py                  # S3 .. Z97, S = 3 and 8, d 32, R 256
     python benchmarks/bench_forge_step.py --groups S4,A5 --seeds 8 --set model.rank=1024

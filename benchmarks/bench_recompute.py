@@ -1,5 +1,5 @@
 """`grokray recompute --metric spectrum` over a CPU-ledger sweep against rerunning that sweep with
-spectrum online (issue 27: target >= 10x faster).
+spectrum online (target: >= 10x faster).
 
     python benchmarks/bench_recompute.py                                 # nonabelian_cpu
     python benchmarks/bench_recompute.py --spec sweeps/cpu/fourier_sign.yaml --rounds 2

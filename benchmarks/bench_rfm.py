@@ -11,7 +11,7 @@ Both run the same math on the same split (float64, ridge 0, L = 2.5, centered AG
 - grokray: `grokray.models.rfm.RFM` (Cholesky, the grouped one-hot AGOP, eigh).
 Printed: wall and CPU seconds per iteration of each (median over iterations; CPU time is the
 steadier figure on a shared machine), the ratios, and the relative difference of the final M
-(they must agree). Target (issue 9): grokray <= 0.4 s/iter at p = 61.
+(they must agree). Target: grokray <= 0.4 s/iter at p = 61.
 """
 
 from __future__ import annotations

@@ -29,8 +29,8 @@ alternate (ref, grokray, grokray, ref, ...) so machine noise hits both alike; th
 Clock (`--clock`): `cpu` (the default) times every run and every sgemm in this process's CPU
 seconds (`time.process_time`), so that on a loaded machine the time spent waiting for a core
 counts on neither side and the roof of a run is not compared with sgemm rates taken at another
-moment's load; `wall` times them on the wall clock (what a quiet machine gives; the figures
-before issue 19's third session were wall).
+moment's load; `wall` times them on the wall clock (what a quiet machine gives; earlier
+figures were wall).
 """
 
 from __future__ import annotations

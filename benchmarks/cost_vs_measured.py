@@ -1,11 +1,11 @@
 """The cost model's estimate of every CPU ledger sweep beside measured times.
 
-    python benchmarks/cost_vs_measured.py                       # vs the 16.9-min run (docs)
+    python benchmarks/cost_vs_measured.py                       # vs the ledger run (docs)
     python benchmarks/cost_vs_measured.py --times OUT/reproduce_times.json   # vs a fresh run
 
-Without --times the measured figures are those of the 16.9-minute ledger run of 2026-12-01
-(docs/reproduction.md, "The ledger as measured", column "after"), and the expected time uses
-the prior (that run's rows are not kept). With --times, each sweep's record carries the model's
+Without --times the measured figures are those of the whole CPU ledger run of
+docs/reproduction.md ("The ledger as measured": 19.7 min of sweeps at sgemm 138.5 GFLOP/s), and
+XX
 estimate made before it ran (`grokray reproduce` writes both). Markdown table on stdout.
 """
 
@@ -16,11 +16,11 @@ import dataclasses
 import json
 import sys
 
-RUN_16_9 = {  # sweep: (wall s, trial CPU s), docs/reproduction.md, 2026-12-01 17:32-17:49 UTC
-    "nonabelian_cpu": (13, 20), "z97_ablation_cpu": (129, 241), "a5_ablation_cpu": (208, 400),
-    "scaling_cpu": (336, 651), "fourier_sign_cpu": (56, 73), "axioms_cpu": (13, 18),
-    "capacity_cpu": (74, 140), "hamiltonian_cpu": (51, 83), "topology_cpu": (77, 115),
-    "rfm_cpu": (47, 91),
+LEDGER_RUN = {  # sweep: (wall s, trial CPU s), docs/reproduction.md, "The ledger as measured"
+    "nonabelian_cpu": (16, 25), "z97_ablation_cpu": (88, 164), "a5_ablation_cpu": (118, 227),
+    "scaling_cpu": (351, 680), "fourier_sign_cpu": (56, 57), "axioms_cpu": (12, 14),
+    "capacity_cpu": (264, 456), "hamiltonian_cpu": (35, 57), "topology_cpu": (206, 393),
+    "rfm_cpu": (34, 65),
 }
 
 
@@ -33,7 +33,7 @@ def _from_model(out: str) -> list[dict]:
              for rel in ledger_specs("cpu")]
     recs = []
     for spec, c in zip(specs, model_estimates(specs), strict=True):
-        wall, cpu = RUN_16_9[spec.name]
+        wall, cpu = LEDGER_RUN[spec.name]
         recs.append({"sweep": spec.name, "wall_s": wall, "trial_cpu_s": cpu, **model_record(c)})
     return recs
 

@@ -82,7 +82,7 @@ for arch, steps in plan.items():
           f"seed-steps/s | grokray {rate:10.1f} seed-steps/s | {rate / ref_rate:6.1f}x",
           flush=True)
 
-# config-packed trials on this device (issue 25): the grid of benchmarks/bench_pack.py (12 configs:
+# config-packed trials on this device: the grid of benchmarks/bench_pack.py (12 configs:
 # lr x wd x lambda_alg or Grokfast alpha) x 4 seeds as one pack (grokray.pack.run_pack, what
 # `--pack auto` makes of it where the memory estimate fits) vs one config after another (`--pack
 # off` in one worker), same configs and seeds; the estimate (grokray.cost.memory.pack_bytes) next

@@ -16,6 +16,14 @@ _LAZY = {"load": "grokray.loading", "load_model": "grokray.loading",
          "register_metric": "grokray.metrics.registry"}
 
 
+# the metric registry's listing, the spectra helpers and a snapshot row's tensor (what
+# docs/examples/restricted_loss.py uses); docs/api.md documents every public name
+_LAZY.update({"metric_names": "grokray.metrics.registry",
+              "fourier_mass": "grokray.metrics.spectra", "key_modes": "grokray.metrics.spectra",
+              "to_tensor": "grokray.snapshots"})
+__all__ = sorted(_LAZY)
+
+
 def __getattr__(name: str):
     if name in _LAZY:
         attr = "register" if name == "register_metric" else name

@@ -404,6 +404,37 @@ def valid_keys() -> list[str]:
     return keys
 
 
+def text_keys() -> frozenset[str]:
+    """The dotted keys whose field holds text (`str`, or `str | None`): where a value YAML 1.1
+    read as a boolean or number (an unquoted `off`, `yes`, `1.0`) is reported, not turned into
+    the text "False" (yamlsafe.Lines.typed)."""
+    def text(tp: Any) -> bool:
+        return tp is str or (get_origin(tp) in (Union, types.UnionType)
+                             and {a for a in get_args(tp) if a is not type(None)} == {str})
+
+    keys = [k for k, t in _common_types().items() if text(t)]
+    for s, cls in SECTIONS.items():
+        keys += [f"{s}.{k}" for k, t in _field_types(cls).items() if text(t)]
+    return frozenset(keys)
+
+
+def text_field(path: tuple[Any, ...]) -> str | None:
+    """The dotted config key a YAML path of a config fills when that field holds text."""
+    key = ".".join(map(str, path))
+    return key if key in text_keys() else None
+
+
+def misread_problems(lines: yamlsafe.Lines, field_of: Any = text_field) -> list[str]:  # noqa: ANN401
+    """One line per text field whose value YAML read as a boolean or number (an unquoted
+    `off`): `field_of(path)` names the text field a YAML path fills, None for any other."""
+    out = []
+    for path in lines.typed:
+        field = field_of(path)
+        if field is not None:
+            out.append(lines.misread(path, field))
+    return out
+
+
 RUN_CONFIG = yamlsafe.Kind("run config", "config", "sweeps/run/mlp_z97.yaml", 3, ConfigError)
 
 
@@ -413,6 +444,9 @@ def load_yaml(path: str) -> TrialConfig:
     data, lines = yamlsafe.read(path, RUN_CONFIG)
     if lines.dupes:
         raise ConfigError("\n".join(lines.dupe_problems()))
+    misread = misread_problems(lines)
+    if misread:
+        raise ConfigError("\n".join(misread))
     if data is None:
         return TrialConfig()
     if not isinstance(data, dict):

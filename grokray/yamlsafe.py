@@ -42,20 +42,46 @@ class Kind:
     """raised for every problem"""
 
 
+TYPED = {"tag:yaml.org,2002:bool": "the boolean", "tag:yaml.org,2002:int": "the number",
+         "tag:yaml.org,2002:float": "the number"}
+"""the types YAML 1.1 gives an unquoted scalar that may have been meant as text (`off`, `yes`,
+`1.0`, `1:30`)"""
+
+
 class Lines:
     """YAML key paths -> line numbers (1-based), from the composed node tree; also the keys
-    given twice (`dupes`) and the keys that are lists or mappings (`bad_keys`)."""
+    given twice (`dupes`), the keys that are lists or mappings (`bad_keys`) and the unquoted
+    values YAML read as a boolean or a number (`typed`)."""
 
     def __init__(self, path: str, node: yaml.Node | None):
         self.path = path
         self.lines: dict[tuple[Any, ...], int] = {}
         self.dupes: list[tuple[tuple[Any, ...], int]] = []
         self.bad_keys: list[tuple[tuple[Any, ...], int]] = []
+        self.typed: dict[tuple[Any, ...], tuple[str, str]] = {}
+        """key path -> (an unquoted value there as written, what YAML made of it), e.g. ("off",
+        "the boolean false")"""
         if node is not None:
             self._walk(node, (), set())
 
+    def misread(self, key: tuple[Any, ...], field: str) -> str:
+        """The problem line for a value at `key` that fills the text field `field` but that YAML
+        read as a boolean or number (`key` in `typed`): what happened and to quote it."""
+        raw, what = self.typed[key]
+        return (f"{self.at(*key)}: {field}: YAML read the unquoted {raw} as {what}, not as "
+                f"text; quote it (\"{raw}\") if you meant the text")
+
     def _walk(self, node: yaml.Node, prefix: tuple[Any, ...], active: set[int]) -> None:
         self.lines.setdefault(prefix, node.start_mark.line + 1)
+        if isinstance(node, yaml.ScalarNode) and node.style is None and node.tag in TYPED:
+            raw = node.value if len(node.value) <= 40 else node.value[:37] + "..."
+            try:  # what YAML made of it (a long digit string: not computed)
+                value = yaml.safe_load(node.value) if len(node.value) <= 40 else None
+            except (yaml.YAMLError, ValueError):
+                value = None
+            shown = "" if value is None else \
+                " " + (str(value).lower() if isinstance(value, bool) else repr(value))
+            self.typed[prefix] = (raw, TYPED[node.tag] + shown)
         if id(node) in active:  # a recursive alias: `_count_nodes` refuses it
             return
         active = active | {id(node)}

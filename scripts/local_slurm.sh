@@ -146,7 +146,8 @@ net_down() {
 
 start_slurmd() {  # $1 node name, $2 nodes
     local name="$1" nodes="$2" prefix=()
-    [ "$nodes" = 1 ] || prefix=(ip netns exec "$name")
+    # nsenter, not `ip netns exec`: that remounts /sys, without the cgroup fs slurmd wants
+    [ "$nodes" = 1 ] || prefix=(nsenter "--net=/var/run/netns/$name")
     mkdir -p "$STATE/spool-$name"
     # --kill-child: when unshare dies, bash (pid 1 of the namespace, which reaps the orphans
     # that job steps leave) and with it slurmd and every job process of this node go too.

@@ -1,12 +1,21 @@
-"""Coverage of the power-law exponent by the censored AFT fit and by OLS on grokked runs.
+"""Coverage of the power-law exponent's 95% intervals on known truth, with group effects.
 
-Simulates log-normal grok times c * |G|^alpha * exp(sigma * eps), censored at a fixed budget,
-fits both (grokray_analysis.powerlaw.fit_power_law) and prints how often each 95% interval covers
-the
-true alpha and the mean estimates. Known truth for docs/analysis.md, e.g.
+Simulates trials tables in the real schema (group, group_order, seed, arm, status, grok_step,
+steps_run) with grok steps
+
+    T = c * |G|^alpha * exp(u_group + e_run),   u ~ N(0, group_sd^2),  e ~ N(0, sigma^2),
+
+censored at one budget (`--budget`, or `--censored P`: the budget that censors a share P of the
+runs on average), and counts how often each interval covers the true alpha (and c), with the
+median width, for every candidate of grokray_analysis.grouped (`per-run` is the interval that
+treats every run as independent; `--group-sd 0` is the model without group effects) and for
+`fit_power_law`'s default (`default`) and OLS on the grokked runs (`ols`). For example
 
     python scripts/powerlaw_coverage.py --sims 40
-    python scripts/powerlaw_coverage.py --orders 5 12 24 60 120 --seeds 3 --sims 40
+    python scripts/powerlaw_coverage.py --group-sd 0.3 --sigma 0.2 --c 732 --alpha 0.17 \
+        --groups ledger --seeds 5 --censored 0.2 --sims 200
+
+benchmarks/bench_powerlaw_groups.py runs the grid of scenarios behind docs/analysis.md's table.
 """
 
 from __future__ import annotations
@@ -16,48 +25,115 @@ import argparse
 import numpy as np
 import pandas as pd
 
+from grokray_analysis.grouped import CANDIDATES, group_interval
 from grokray_analysis.powerlaw import fit_power_law
 
+ORDERS = {
+    # the CPU ledger's scaling sweep: S3 D4 Q8 A4 Dic3 D6 S3xZ3 F21 S4 Heis3 A5 Z97 S5
+    "ledger": (6, 8, 8, 12, 12, 12, 18, 21, 24, 27, 60, 97, 120),
+    # grokray's 20-group scaling family (the paper's count), up to A7 (2,520)
+    "paper": (6, 8, 8, 12, 12, 12, 18, 21, 24, 27, 60, 97, 120, 125, 168, 360, 660, 720, 1009,
+              2520),
+    # 12 orders from 6 to 2,520, one group each
+    "wide": (6, 8, 12, 24, 60, 120, 168, 360, 660, 720, 1320, 2520),
+}
 
-def simulate(rng, orders, seeds, c, alpha, sigma, budget) -> pd.DataFrame:
+
+def budget_for(p: float, orders, c, alpha, group_sd, sigma, rng) -> float:
+    """The budget that censors a share p of the runs on average (inf for p = 0)."""
+    if p <= 0:
+        return float("inf")
+    x = np.log(np.asarray(orders, float))
+    draws = np.log(c) + alpha * x[None, :] + rng.normal(0, np.hypot(group_sd, sigma),
+                                                         (20000, len(x)))
+    return float(np.exp(np.quantile(draws, 1 - p)))
+
+
+def simulate(rng, orders, seeds, c, alpha, sigma, budget, group_sd=0.0) -> pd.DataFrame:
+    """One trials table: one group per entry of `orders` (equal orders are distinct groups)."""
     rows = []
-    for n in orders:
+    for j, n in enumerate(orders):
+        u = group_sd * rng.normal()
         for s in range(seeds):
-            t = c * n**alpha * np.exp(sigma * rng.normal())
+            t = c * n**alpha * np.exp(u + sigma * rng.normal())
             ok = t <= budget
-            rows.append({"group": f"G{n}", "group_order": n, "seed": s, "arm": "a",
+            run = budget if np.isfinite(budget) else t
+            rows.append({"group": f"G{j}_{n}", "group_order": float(n), "seed": s, "arm": "a",
                          "status": "grokked" if ok else "not_grokked",
-                         "grok_step": float(t) if ok else np.nan, "steps_run": budget})
+                         "grok_step": float(t) if ok else np.nan, "steps_run": float(run)})
     return pd.DataFrame(rows)
 
 
-def main() -> None:
+def coverage(args, sims: int, rng: np.random.Generator, methods=CANDIDATES) -> dict:
+    """{method: (covered alpha, covered c, widths of alpha's interval, fits, estimates)} and
+    the mean censored share over `sims` data sets of one scenario."""
+    orders = ORDERS.get(args.groups) or tuple(float(o) for o in args.groups.split(","))
+    budget = (args.budget if args.budget else
+              budget_for(args.censored, orders, args.c, args.alpha, args.group_sd, args.sigma,
+                         np.random.default_rng(12345)))
+    out = {m: [0, 0, [], 0, []] for m in methods}
+    cens = []
+    for _ in range(sims):
+        df = simulate(rng, orders, args.seeds, args.c, args.alpha, args.sigma, budget,
+                      args.group_sd)
+        cens.append(float((df["status"] != "grokked").mean()))
+        ev = (df["status"] == "grokked").to_numpy()
+        t = np.where(ev, df["grok_step"], df["steps_run"]).astype(float)
+        for m in methods:
+            if m == "ols":
+                f = fit_power_law(df, "a", method="ols", n_boot=0)
+                ok, lo, hi = f.fitted, (np.log(f.c_ci[0]), f.alpha_ci[0]), \
+                    (np.log(f.c_ci[1]), f.alpha_ci[1])
+            elif m == "default":
+                f = fit_power_law(df, "a")
+                ok, lo, hi = f.fitted, (np.log(f.c_ci[0]), f.alpha_ci[0]), \
+                    (np.log(f.c_ci[1]), f.alpha_ci[1])
+            else:
+                r = group_interval(np.log(df["group_order"]), np.log(t), ev, df["group"], m,
+                                   n_boot=args.n_boot, seed=int(rng.integers(2**31)))
+                ok, lo, hi, f = not r.reason, r.lo, r.hi, r
+            if not ok:
+                continue
+            o = out[m]
+            o[4].append(float(f.alpha) if m in ("ols", "default") else float(f.coef[1]))
+            o[0] += lo[1] < args.alpha < hi[1]
+            o[1] += lo[0] < np.log(args.c) < hi[0]
+            o[2].append(hi[1] - lo[1])
+            o[3] += 1
+    return out, float(np.mean(cens))
+
+
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--orders", type=float, nargs="+", default=[5, 8, 12, 24, 60, 120])
-    p.add_argument("--seeds", type=int, default=6)
+    p.add_argument("--groups", default="wide",
+                   help="orders of the groups: ledger (13), paper (20), wide (12, one each), "
+                        "or a comma list")
+    p.add_argument("--seeds", type=int, default=6, help="runs per group")
     p.add_argument("--c", type=float, default=100.0)
     p.add_argument("--alpha", type=float, default=0.8)
-    p.add_argument("--sigma", type=float, default=0.4)
-    p.add_argument("--budget", type=float, default=3000.0)
+    p.add_argument("--sigma", type=float, default=0.4, help="sd of the run effect (log scale)")
+    p.add_argument("--group-sd", type=float, default=0.0,
+                   help="sd of the group effect u (log scale; 0: no group effect)")
+    p.add_argument("--budget", type=float, default=0.0, help="censoring budget (steps)")
+    p.add_argument("--censored", type=float, default=0.2,
+                   help="share of runs censored on average, when no --budget (default 0.2)")
     p.add_argument("--sims", type=int, default=20)
+    p.add_argument("--n-boot", type=int, default=999, help="group bootstrap resamples")
+    p.add_argument("--methods", nargs="+", default=list(CANDIDATES) + ["ols"],
+                   choices=list(CANDIDATES) + ["ols", "default"])
     p.add_argument("--rng", type=int, default=1, help="numpy seed")
-    a = p.parse_args()
-    rng = np.random.default_rng(a.rng)
-    cover = {"aft": 0, "ols": 0}
-    est = {"aft": [], "ols": []}
-    cens = []
-    for _ in range(a.sims):
-        df = simulate(rng, a.orders, a.seeds, a.c, a.alpha, a.sigma, a.budget)
-        cens.append(float((df["status"] != "grokked").mean()))
-        for m in ("aft", "ols"):
-            f = fit_power_law(df, "a", method=m, n_boot=0)
-            if f.fitted:
-                cover[m] += f.alpha_ci[0] < a.alpha < f.alpha_ci[1]
-                est[m].append(f.alpha)
-    print(f"{a.sims} simulations, {np.mean(cens):.0%} of runs censored, true alpha {a.alpha}")
-    for m in ("aft", "ols"):
-        print(f"{m}: 95% interval covers alpha in {cover[m]}/{a.sims}; mean estimate "
-              f"{np.mean(est[m]):.3f} over {len(est[m])} fits")
+    return p
+
+
+def main() -> None:
+    a = parser().parse_args()
+    out, cens = coverage(a, a.sims, np.random.default_rng(a.rng), a.methods)
+    print(f"{a.sims} data sets, {cens:.0%} of runs censored, true alpha {a.alpha}, "
+          f"group sd {a.group_sd}, run sd {a.sigma}")
+    for m, (ca, cc, w, n, est) in out.items():
+        print(f"{m:>10}: alpha covered {ca}/{n} ({ca / max(n, 1):.0%}), c covered {cc}/{n}, "
+              f"median width of alpha's interval {np.median(w) if w else float('nan'):.3f}, "
+              f"mean estimate {np.mean(est) if est else float('nan'):.3f}")
 
 
 if __name__ == "__main__":

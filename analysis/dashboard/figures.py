@@ -194,7 +194,9 @@ def scaling_figure(res: ScalingResult) -> dict:
             continue
         dash = "solid" if f.method == "aft" else "dash"
         data += band_traces(f.arm, i, band.order, band.fit, band.lo, band.hi,
-                            metric=f"{f.method} fit c={f.c:.3g} alpha={f.alpha:.3g}", dash=dash,
+                            metric=f"{f.method} fit c={f.c:.3g} alpha={f.alpha:.3g} "
+                                   f"[{f.alpha_ci[0]:.3g}, {f.alpha_ci[1]:.3g}] ({f.interval})",
+                            dash=dash,
                             group=f"{f.arm}/{f.method}")
     return {"data": data, "layout": _layout("Grok step vs |G|: power law (censored AFT, OLS "
                                             "dashed)", "|G|", "grok step", xlog=True,

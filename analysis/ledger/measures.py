@@ -8,7 +8,9 @@ steps (grokray_analysis.survival, grokray_analysis.speedup), the censored AFT po
 sign test (grokray_analysis.signtest), the phase threshold (grokray_analysis.phase), and for rates
 and values
 that are not durations the Clopper-Pearson interval and the median bootstrap
-(grokray_analysis.intervals).
+(grokray_analysis.intervals). Where a claim pools several groups the group is the unit of its
+interval (the power law's, a pooled grok rate's over groups), or the bootstrap resamples runs
+within each group (a median over two or three groups: conditional on those groups).
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ import numpy as np
 import pandas as pd
 
 from grokray_analysis.errors import AnalysisError
-from grokray_analysis.intervals import NAN2, clopper_pearson, median_ci, median_ratio_ci
+from grokray_analysis.intervals import (
+    NAN2,
+    clopper_pearson,
+    group_rate_ci,
+    median_ci,
+    median_ratio_ci,
+)
 from grokray_analysis.ledger.verdicts import OPPOSITE, REPRODUCED, SAME_DIRECTION
 from grokray_analysis.load import require_columns
 
@@ -56,6 +64,11 @@ def _arm(df: pd.DataFrame, arm: str) -> pd.DataFrame:
     if sub.empty:
         raise AnalysisError(f"no runs of arm {arm!r}")
     return sub
+
+
+def _groups(df: pd.DataFrame) -> np.ndarray | None:
+    """Each run's group, the strata of a within-group bootstrap (None without a group column)."""
+    return df["group"].astype(str).to_numpy() if "group" in df else None
 
 
 def _km(df: pd.DataFrame):  # noqa: ANN202 - KMMedian
@@ -129,15 +142,19 @@ def median_grok_step(T: pd.DataFrame) -> Measured:
 
 def scaling_alpha(T: pd.DataFrame, *, arm: str) -> Measured:
     """`arm`'s exponent alpha of grok_step = c |G|^alpha: grokray_analysis.powerlaw's default fit
-    (the
-    censored log-normal AFT over every timed run: a censored run counts as 'longer than its
-    budget')."""
+    (the censored log-normal AFT over every timed run: a censored run counts as 'longer than its
+    budget') with its default interval, the group as the unit of replication (the per-run one is
+    in the detail)."""
     from grokray_analysis.powerlaw import fit_power_law
 
     f = fit_power_law(T, arm, n_boot=0)
     if not f.fitted:
         raise AnalysisError(f"no power law: {f.reason}")
-    detail = (f"{f.method}: c {f.c:.4g}; {f.n_groups} groups, {f.n_runs} runs"
+    if f.note:
+        raise AnalysisError(f"no interval: {f.note}")
+    detail = (f"{f.method}: c {f.c:.4g}; 95% interval with the group as the unit ({f.n_groups} "
+              f"groups; runs as independent: [{f.alpha_run_ci[0]:.3g}, {f.alpha_run_ci[1]:.3g}]);"
+              f" {f.n_runs} runs"
               + (f"; groups with no grokked run: {', '.join(f.censored_groups)}"
                  if f.censored_groups else ""))
     return Measured(f.alpha, f.alpha_ci, f.n_grokked, f.n_censored, detail)
@@ -166,10 +183,14 @@ def mlp_fails(T: pd.DataFrame, *, arm: str, base: str, max_median: float) -> Mea
     """`base`'s grok rate (the matched MLP); reproduced when it is 0 while every run of `arm`
     groks with a KM median grok step of at most `max_median`."""
     mlp = _rate(_arm(T, base), base)
+    G = int(_arm(T, base)["group"].nunique()) if "group" in T else 1
+    mlp = Measured(mlp.value, group_rate_ci(mlp.grokked, mlp.grokked + mlp.censored, G),
+                   mlp.grokked, mlp.censored, mlp.detail)
     forge = _arm(T, arm)
     fg, fc = _counts(forge)
     med = _km(forge).median
-    detail = (f"{base.upper()} grokked {mlp.grokked}/{mlp.grokked + mlp.censored}; "
+    detail = (f"{base.upper()} grokked {mlp.grokked}/{mlp.grokked + mlp.censored} "
+              f"(interval over {G} groups); "
               f"{arm.upper()} grokked {fg}/{fg + fc}, median grok step {med:g}")
     if mlp.grokked == 0 and fc == 0 and fg and med <= max_median:
         verdict = REPRODUCED
@@ -185,11 +206,13 @@ def all_grok(T: pd.DataFrame, *, arm: str, max_fail: float) -> Measured:
     groups where more than `max_fail` of the runs did not."""
     runs = _arm(T, arm)
     r = _rate(runs, arm)
+    G = int(runs["group"].nunique())
     fails = [str(g) for g, s in runs.groupby("group") if (s["status"] != "grokked").mean()
              > max_fail]
-    detail = r.detail + (f"; groups below {1 - max_fail:.0%}: " + ", ".join(fails)
-                         if fails else "")
-    return Measured(r.value, r.ci, r.grokked, r.censored, detail)
+    detail = r.detail + f"; interval over {G} groups" + (
+        f"; groups below {1 - max_fail:.0%}: " + ", ".join(fails) if fails else "")
+    return Measured(r.value, group_rate_ci(r.grokked, r.grokked + r.censored, G), r.grokked,
+                    r.censored, detail)
 
 
 def never_groks(T: pd.DataFrame) -> Measured:
@@ -235,8 +258,9 @@ def wedderburn(T: pd.DataFrame, *, metric: str, arm: str) -> Measured:
     col = _metric(T, metric).name
     sub = _arm(T, arm)
     g, c = _counts(sub)
-    x = sub[col].astype(float).dropna().to_numpy()
-    med, ci = median_ci(x)
+    keep = sub[col].astype(float).notna()
+    x = sub.loc[keep, col].astype(float).to_numpy()
+    med, ci = median_ci(x, strata=_groups(sub[keep]))
     per = ", ".join(f"{k} {v:.4f}" for k, v in
                     sub.groupby(sub["group"].astype(str))[col].median().items())
     return Measured(med, ci, g, c, f"median over {len(x)} runs at the end of training: {per}")
@@ -248,8 +272,9 @@ def axiom_lead(T: pd.DataFrame, *, metric: str, arm: str) -> Measured:
     col = _metric(T, metric).name
     sub = _arm(T, arm)
     g, c = _counts(sub)
-    x = sub[col].astype(float).dropna().to_numpy()
-    med, ci = median_ci(x)
+    keep = sub[col].astype(float).notna()
+    x = sub.loc[keep, col].astype(float).to_numpy()
+    med, ci = median_ci(x, strata=_groups(sub[keep]))
     return Measured(med, ci, g, c, f"median lead over {len(x)} grokked runs with an emergence "
                     f"step; mean {np.mean(x) if len(x) else math.nan:.4g}")
 

@@ -14,11 +14,10 @@ import math
 
 import torch
 
-from grokray.metrics.registry import register
-from grokray.metrics.spectra import fourier_mass, key_modes
+from grokray import fourier_mass, key_modes, register_metric
 
 
-@register("restricted_loss", version=1, columns=("restricted_loss", "excluded_loss"))
+@register_metric("restricted_loss", version=1, columns=("restricted_loss", "excluded_loss"))
 def restricted_loss(snap):
     """Nanda et al.'s restricted (key frequencies only) and excluded (key frequencies removed)
     loss on Z_p addition."""

@@ -1,4 +1,4 @@
-"""`grokray status OUT/SWEEP`: counts and grok rate per architecture, from the Parquet alone.
+"""`grokray status OUT/SWEEP`: counts and grok rate per arm, from the Parquet alone.
 
 Rows of one identity written twice (two drivers on one dir, before the lock) are counted once,
 with a warning. A damaged file (truncated, foreign, not a grokray table; trials, curves or
@@ -23,9 +23,10 @@ from grokray.sweep.lock import WriterLock
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "status",
-        help="counts of a sweep's trials and its grok rate per architecture (reads Parquet)",
-        description="Trials done/failed/pending, seeds grokked, and the grok rate per arch "
-                    "and arm, from OUT/<sweep>/trials/*.parquet (and plan.json for pending).",
+        help="counts of a sweep's trials and its grok rate per arm (reads Parquet)",
+        description="Trials done/failed/pending, seeds grokked, and the grok rate per arm "
+                    "(its architecture beside an arm named otherwise), from "
+                    "OUT/<sweep>/trials/*.parquet (and plan.json for pending).",
     )
     p.add_argument("sweep_dir", help="a sweep's output dir, e.g. results/smoke")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
@@ -88,21 +89,27 @@ def status_tables(sweep_dir: str) -> dict:
         "duplicate_identities": dup_ids,
     }
     ok = df[df["status"] != "failed"] if len(df) else df
-    rows = []
-    for key in ("arch", "arm"):
-        if not len(ok) or key not in ok:
-            continue
-        g = ok.groupby(key)["status"]
-        tab = pd.DataFrame({
-            "seeds": g.size(),
-            "grokked": g.apply(lambda s: int((s == "grokked").sum())),
-        })
-        tab["grok_rate"] = tab["grokked"] / tab["seeds"]
-        tab.index = [f"{key}={i}" for i in tab.index]
-        rows.append(tab)
-    out["grok_rate"] = pd.concat(rows) if rows else pd.DataFrame(
-        columns=["seeds", "grokked", "grok_rate"])
+    out["grok_rate"] = arm_table(ok)
     return out
+
+
+def arm_table(ok):  # noqa: ANN001, ANN201 - DataFrames (pandas imported lazily)
+    """Seeds, grokked and grok rate per arm (the arch where rows carry no arm), indexed by the
+    arm; `arch`: its architecture(s), shown beside an arm named otherwise."""
+    import pandas as pd
+
+    key = "arm" if "arm" in ok and ok["arm"].notna().all() else "arch"
+    if not len(ok) or key not in ok:
+        return pd.DataFrame(columns=["arch", "seeds", "grokked", "grok_rate"])
+    g = ok.groupby(key)
+    tab = pd.DataFrame({
+        "arch": g["arch"].agg(lambda a: ",".join(sorted(set(map(str, a))))),
+        "seeds": g.size(),
+        "grokked": g["status"].agg(lambda s: int((s == "grokked").sum())),
+    })
+    tab["grok_rate"] = tab["grokked"] / tab["seeds"]
+    tab.index = tab.index.map(str)
+    return tab
 
 
 def _warning(s: dict) -> str | None:
@@ -128,9 +135,12 @@ def render_status(sweep_dir: str, s: dict | None = None) -> str:
     ]
     t = s["grok_rate"]
     if len(t):
-        lines.append(f"{'':24s} {'seeds':>6s} {'grokked':>8s} {'rate':>6s}")
-        for name, r in t.iterrows():
-            lines.append(f"{name:24s} {int(r['seeds']):6d} {int(r['grokked']):8d} "
+        names = [name if r["arch"] == name else f"{name} ({r['arch']})"
+                 for name, r in t.iterrows()]
+        width = max(24, *map(len, names))
+        lines.append(f"{'arm':{width}s} {'seeds':>6s} {'grokked':>8s} {'rate':>6s}")
+        for name, (_, r) in zip(names, t.iterrows(), strict=True):
+            lines.append(f"{name:{width}s} {int(r['seeds']):6d} {int(r['grokked']):8d} "
                          f"{r['grok_rate']:6.2f}")
     return "\n".join(lines)
 
@@ -139,8 +149,9 @@ def status_json(s: dict) -> str:
     """`--json`: every figure, the grok-rate table as a list of rows."""
     t = s["grok_rate"]
     plain = {k: v for k, v in s.items() if k != "grok_rate"}
-    plain["grok_rate"] = [{"group": name, "seeds": int(r["seeds"]), "grokked": int(r["grokked"]),
-                           "grok_rate": float(r["grok_rate"])} for name, r in t.iterrows()]
+    plain["grok_rate"] = [{"arm": name, "arch": r["arch"], "seeds": int(r["seeds"]),
+                           "grokked": int(r["grokked"]), "grok_rate": float(r["grok_rate"])}
+                          for name, r in t.iterrows()]
     return json.dumps(plain)
 
 

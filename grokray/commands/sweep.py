@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import signal
 import sys
 from collections.abc import Iterator
 
@@ -303,6 +304,7 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     print(describe(plan), flush=True)
     if not plan.n_todo_trials:
         print("nothing to run: every (config, seed) has a row", flush=True)
+        _best(spec)
         return _summary(spec.sweep_dir) if args.summary else 0
 
     session = None if args.local else RaySession(args.address, args.num_cpus, args.num_gpus)
@@ -320,12 +322,19 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
                 else:
                     later = deadline.run(plan, lambda part: run_sweep(
                         part, writer, session, pack_setting(args)), session)
+            except KeyboardInterrupt:
+                if signals.received == signal.SIGTERM:  # a graceful stop: running trials
+                    _ask_checkpoints(deadline)          # checkpoint while Ray still runs
+                raise
             finally:
                 if session is not None:  # asked while still connected: Ray's temp dir
                     logs = session.logs_dir()
     except KeyboardInterrupt:  # Interrupted, or Ray's re-raise of it
         print(f"interrupted: {trials_written(plan)} trials written; run the same command to "
               "resume", file=sys.stderr, flush=True)
+        if deadline is not None and writer.display.running:  # started, not written
+            print(f"grokray sweep: {len(writer.display.running)} trials were cut short",
+                  file=sys.stderr, flush=True)
         return _slurm_exit(plan, deadline, signals.exit_code)
     if later:  # trials that could not finish before the Slurm job's time limit
         print(deadline.later_line(later), file=sys.stderr, flush=True)
@@ -335,6 +344,7 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     logs = f"; Ray's logs: {logs}" if logs else ""
     print(f"sweep {spec.name}: {len(writer.outcomes)} trials written to {spec.sweep_dir} "
           f"(run {plan.run_id}); {failed} failed{logs}", flush=True)
+    _best(spec)
     if args.summary:
         _summary(spec.sweep_dir)
     return 0
@@ -348,6 +358,14 @@ def slurm_deadline():  # noqa: ANN201 - grokray.slurm.deadline.Deadline | None
     return from_env()
 
 
+def _ask_checkpoints(deadline) -> None:  # noqa: ANN001 - Deadline | None
+    from grokray.slurm.deadline import ask_checkpoints
+
+    line = ask_checkpoints(deadline)
+    if line:
+        print(line, file=sys.stderr, flush=True)
+
+
 def _slurm_exit(plan, deadline, code: int, later=()) -> int:  # noqa: ANN001 - lazy types
     """`code`, unless this Slurm allocation wrote nothing new: then one line and
     EXIT_NO_PROGRESS, which the job's script does not requeue."""
@@ -358,6 +376,14 @@ def _slurm_exit(plan, deadline, code: int, later=()) -> int:  # noqa: ANN001 - l
         return code
     print(deadline.no_progress_line(later), file=sys.stderr, flush=True)
     return EXIT_NO_PROGRESS
+
+
+def _best(spec) -> None:  # noqa: ANN001 - SweepSpec
+    """A search's best config (values, objective, how censored seeds counted)."""
+    if spec.search is not None:
+        from grokray.sweep.best import best_line
+
+        print(best_line(spec.sweep_dir, spec), flush=True)
 
 
 def _summary(sweep_dir: str) -> int:

@@ -17,7 +17,7 @@ from grokray.cost.steps import PRIOR, budget, expected_steps, rows_steps
 
 TRIAL_OVERHEAD_S = 0.04
 """wall seconds per trial outside it on warm workers: the driver's Parquet write (0.02-0.04 s;
-benchmarks/README.md, issue 19 fifth session)"""
+benchmarks/README.md, "Sweep overhead")"""
 START_S = 6.0
 """wall seconds before a sweep's first trial in a fresh Ray session: ray.init 3-4 s and the
 workers' imports 2 s (same source); a later sweep of `grokray reproduce` pays none"""

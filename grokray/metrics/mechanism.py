@@ -11,7 +11,7 @@ Metric names (`EVAL_METRICS`; each produces the columns listed):
 - `spectrum`: spectrum of the group-indexed embedding E [S, n, d] (isotypic modes, = Fourier
   frequencies on Z_n): `eff_modes`, `n_key_modes`, `top_mode`, `top_mode_frac`.
 - `spectrum_readings`: other readings of "effective harmonic modes" of the same spectrum, kept
-  beside `spectrum` (never replacing it) for the issue-13 diagnosis: `modes_entropy` (exp of
+  beside `spectrum` (never replacing it) for the effective-modes diagnosis: `modes_entropy` (exp of
   the Shannon entropy of the non-trivial mass), `n_modes_99` (fewest modes holding 99% of it;
   `n_key_modes` is the 90% count), and `eff_modes_one` (the participation ratio of one operand
   embedding: the MLP's E_a alone, from its `pair_mlp` view; FORGE's E, which both operands

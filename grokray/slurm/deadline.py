@@ -52,22 +52,34 @@ def trial_seconds(cfg: Any, gpu: float = 0.0) -> float | None:  # noqa: ANN401 -
 
 
 def fitting(configs: Sequence[Any], seconds: Sequence[float | None], slots: int,  # noqa: ANN401
-            left: float) -> tuple[list[int], list[int]]:
+            left: float, needs: Sequence[float | None] | None = None
+            ) -> tuple[list[int], list[int]]:
     """Indices of `configs` that fit in `left` seconds on `slots` slots, laid longest first as
     the executors take them (a slot takes the next config as soon as it is free), and of the
-    rest. A config without an estimate fits whenever a slot is free before `left`."""
+    rest. A config fits when it would reach the end of its `needs` (default: its `seconds`;
+    with checkpoints, its first checkpoint) before `left`; it holds its slot for its
+    `seconds`. A config without an estimate fits whenever a slot is free before `left`."""
     order = sorted(range(len(configs)), key=lambda i: -(seconds[i] or 0.0))
     free = [0.0] * max(1, slots)
     fits, rest = [], []
     for i in order:
         start = free[0]
-        need = seconds[i] or 0.0
+        need = (needs[i] if needs is not None and needs[i] is not None else seconds[i]) or 0.0
         if start + need <= left and start < left:
-            heapq.heapreplace(free, start + need)
+            heapq.heapreplace(free, start + (seconds[i] or 0.0))
             fits.append(i)
         else:
             rest.append(i)
     return sorted(fits), sorted(rest)
+
+
+def first_checkpoint_s(cfg: Any) -> float | None:  # noqa: ANN401 - TrialConfig
+    """Seconds of trial time until a new trial of `cfg` checkpoints (None: it never does)."""
+    try:
+        from grokray.checkpoint.hook import first_checkpoint_s as first
+    except ImportError:  # a grokray without trial checkpoints
+        return None
+    return first(cfg)
 
 
 @dataclasses.dataclass
@@ -94,11 +106,14 @@ class Deadline:
             return []
         todo = list(plan.todo)
         self.secs = secs = {c.config_hash(): trial_seconds(c, spec.gpu) for c in todo}
+        # a trial that checkpoints need only reach its first checkpoint: the next allocation
+        # resumes it from there
+        needs = {c.config_hash(): first_checkpoint_s(c) for c in todo}
         slots = session.slots(spec.cpu, spec.concurrency) if spec.gpu <= 0 else \
             _gpu_slots(spec.gpu, spec.concurrency)
         while todo:
             fits, rest = fitting(todo, [secs[c.config_hash()] for c in todo], slots,
-                                 self.left())
+                                 self.left(), [needs[c.config_hash()] for c in todo])
             if not fits:
                 break
             now = [todo[i] for i in fits]
@@ -150,8 +165,59 @@ def from_env(env: dict[str, str] | None = None) -> Deadline | None:
     return Deadline(stop_at=end - allocation.signal_lead(env), job=job)
 
 
+CHECKPOINTS = "checkpoints"
+"""the sweep dir's folder of trial checkpoints (grokray.sweep.checkpoints)"""
+
+
 def progress(plan: Any, deadline: Deadline) -> bool:  # noqa: ANN401 - Plan
-    """Did this run write a row (or a checkpoint newer than its start)?"""
+    """Did this run write a row, or a checkpoint newer than its start?"""
     from grokray.sweep.writer import trials_written
 
-    return trials_written(plan) > 0
+    return trials_written(plan) > 0 or newest_checkpoint(plan.spec.sweep_dir) > deadline.started
+
+
+def newest_checkpoint(sweep_dir: str) -> float:
+    """Epoch seconds of the newest file under the sweep's checkpoints/ (0 when none)."""
+    import pyarrow.fs as pafs
+
+    from grokray.files import Location
+
+    loc = Location.of(sweep_dir)
+    sel = pafs.FileSelector(loc.join(CHECKPOINTS), recursive=True, allow_not_found=True)
+    try:
+        infos = loc.fs.get_file_info(sel)
+    except (OSError, ValueError):
+        return 0.0
+    return max((i.mtime.timestamp() for i in infos
+                if i.type == pafs.FileType.File and i.mtime is not None), default=0.0)
+
+
+STOP_S = 45.0
+"""seconds the driver keeps for itself after the checkpoints on a graceful stop: writing what
+finished, leaving Ray; the job's script stops Ray and requeues after it"""
+
+
+def ask_checkpoints(deadline: Deadline | None, default_s: float = 30.0) -> str | None:
+    """On a graceful stop (SIGTERM), before Ray goes: ask every running trial to checkpoint now
+    and wait until each has (or finished, or the time the stop leaves ran out): at most what the
+    allocation has left less STOP_S (`default_s` outside a Slurm job). The line to print, None
+    when no sweep with checkpoints runs."""
+    try:
+        from grokray.sweep.checkpoints import channel
+    except ImportError:  # a grokray without trial checkpoints
+        return None
+    ch = channel()
+    if ch is None:
+        return None
+    timeout = default_s
+    if deadline is not None:
+        end = deadline.stop_at + allocation.signal_lead()
+        timeout = max(5.0, min(120.0, end - time.time() - STOP_S))
+    t0 = time.time()
+    missing = ch.wait(ch.request(), timeout)
+    took = time.time() - t0
+    if missing:
+        return (f"asked the running trials to checkpoint: {missing} did not answer within "
+                f"{timeout:.0f} s (they resume from their last periodic checkpoint)")
+    return f"asked the running trials to checkpoint: done in {took:.1f} s"
+

@@ -167,7 +167,8 @@ def render(o: JobOptions) -> str:
 
 _BODY = r"""# ---- Ray over this allocation ----
 # Ports and temp dir come from the job id, so that two jobs on one node never collide. The
-# temp dir is node-local and short: Ray's Unix socket paths under it must stay under 107 bytes.
+# temp dir is node-local and short: Ray's Unix socket paths under it must stay under 107 bytes
+# (/tmp/gr-JOB-NODE; shorten it if your node names are long).
 JOB="$SLURM_JOB_ID"
 RUN="${SLURM_RESTART_COUNT:-0}"            # 0, then 1, 2, ... after each requeue
 # this job's ports: BASE .. BASE+@PORT_BLOCK@-1
@@ -200,33 +201,65 @@ export HEAD_IP RAY_PORT
 
 # One Ray node, inside its srun task: the CPUs and GPUs Slurm granted this task (Slurm sets
 # CUDA_VISIBLE_DEVICES to the GPUs of the allocation; Ray hands them out to trials), its own
-# temp dir, this job's ports. Its pid goes beside the temp dir, for stop_ray.
+# temp dir (the node's name in it too, in case /tmp is shared), this job's ports. Its pid goes
+# beside the temp dir, for stop_ray.
 ray_node() {
     local role="$1" cpus="${SLURM_CPUS_PER_TASK:-${SLURM_CPUS_ON_NODE:-1}}" gpus=0
+    RAY_TMP="$RAY_TMP-${SLURMD_NODENAME:-node}"
     if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
         gpus=$(tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c .)
     fi
-    rm -rf "$RAY_TMP"
+    rm -rf "$RAY_TMP" "$RAY_TMP.stop"
     if [ "$role" = head ]; then   # head-only flags on a worker make its `ray start` fail
         set -- --head --node-ip-address="$HEAD_IP" --port="$RAY_PORT" --include-dashboard=false
     else
         set -- --address="$HEAD_IP:$RAY_PORT"
     fi
-    ray start --block "$@" $RAY_PORTS --temp-dir="$RAY_TMP" --num-cpus="$cpus" \
-        --num-gpus="$gpus" --disable-usage-stats &
-    echo $! > "$RAY_TMP.pid"
-    wait $!
-    rm -rf "$RAY_TMP" "$RAY_TMP.pid"
+    # Ray gives its raylet 30 s to register, which a loaded node can miss: a start that fails
+    # within its first two minutes is tried again (three tries)
+    local try t0 rc
+    for try in 1 2 3; do
+        t0=$SECONDS
+        ray start --block "$@" $RAY_PORTS --temp-dir="$RAY_TMP" --num-cpus="$cpus" \
+            --num-gpus="$gpus" --disable-usage-stats &
+        echo $! > "$RAY_TMP.pid"
+        wait $!; rc=$?
+        rm -rf "$RAY_TMP"
+        [ -e "$RAY_TMP.stop" ] && break   # stop_ray's
+        { [ "$rc" = 1 ] && [ $((SECONDS - t0)) -lt 120 ]; } || break
+        echo "grokray slurm: ray start failed on $(hostname) (try $try of 3)" >&2
+    done
+    rm -f "$RAY_TMP.pid" "$RAY_TMP.stop"
 }
 export -f ray_node
 
 # --overlap: the Ray steps and the driver (in this script) share the allocation's CPUs
 srun --nodes=1 --ntasks=1 --overlap -w "$HEAD" bash -c 'ray_node head' &
 RAY_STEPS=($!)
-for _ in $(seq 120); do   # the head's GCS answers
+# This job's Ray only, never a bare `ray stop` (it stops every Ray on a shared node): SIGTERM to
+# each node's own `ray start --block`, which stops the processes it started; then its temp dir
+# goes. A step still running a minute later is ended by srun.
+stop_ray() {
+    srun --nodes="${#NODES[@]}" --ntasks="${#NODES[@]}" --ntasks-per-node=1 --overlap \
+        bash -c 'mine="$RAY_TMP-$SLURMD_NODENAME"; touch "$mine.stop"
+                 kill -TERM "$(cat "$mine.pid" 2>/dev/null)" 2>/dev/null' 2>/dev/null
+    for _ in $(seq 60); do
+        kill -0 "${RAY_STEPS[@]}" 2>/dev/null || break
+        sleep 1
+    done
+    kill -TERM "${RAY_STEPS[@]}" 2>/dev/null
+    wait "${RAY_STEPS[@]}" 2>/dev/null
+}
+
+for _ in $(seq 300); do   # the head's GCS answers
     ray status --address="$HEAD_IP:$RAY_PORT" >/dev/null 2>&1 && break
     sleep 1
 done
+if ! ray status --address="$HEAD_IP:$RAY_PORT" >/dev/null 2>&1; then
+    echo "grokray slurm: job $JOB: the Ray head did not start in 5 minutes (its output above)"
+    stop_ray
+    exit 1
+fi
 if [ "${#NODES[@]}" -gt 1 ]; then
     srun --nodes=$(( ${#NODES[@]} - 1 )) --ntasks=$(( ${#NODES[@]} - 1 )) --ntasks-per-node=1 \
         --overlap --exclude="$HEAD" bash -c 'ray_node worker' &
@@ -239,20 +272,6 @@ for _ in $(seq 120); do   # every node of the allocation joined
 done
 echo "grokray slurm: job $JOB run $RUN, Ray head $HEAD_IP:$RAY_PORT," \
      "${alive:-0} of ${#NODES[@]} nodes"
-
-# This job's Ray only, never a bare `ray stop` (it stops every Ray on a shared node): SIGTERM to
-# each node's own `ray start --block`, which stops the processes it started; then its temp dir
-# goes. A step still running a minute later is ended by srun.
-stop_ray() {
-    srun --nodes="${#NODES[@]}" --ntasks="${#NODES[@]}" --ntasks-per-node=1 --overlap \
-        bash -c 'kill -TERM "$(cat "$RAY_TMP.pid" 2>/dev/null)" 2>/dev/null' 2>/dev/null
-    for _ in $(seq 60); do
-        kill -0 "${RAY_STEPS[@]}" 2>/dev/null || break
-        sleep 1
-    done
-    kill -TERM "${RAY_STEPS[@]}" 2>/dev/null
-    wait "${RAY_STEPS[@]}" 2>/dev/null
-}
 
 # ---- the sweep ----
 # In the background with `wait`: bash runs a trap only when the command it waits on returns,

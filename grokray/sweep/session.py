@@ -35,6 +35,26 @@ TUNE_ENV = {
 """Ray Tune's settings for many short trials (the Parquet is the record); set before ray.tune is
 imported, so on entering a session."""
 
+TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
+"""the start of the WARNING Ray logs when a new local Ray turns token authentication on by
+default (RAY_AUTH_MODE unset): that default is what an embedded Ray should do, so the line is
+noise in a sweep's output and is dropped (Ray's other warnings, and its notice that token
+authentication is off, still show)"""
+
+
+def _drop_token_notice(record: Any) -> bool:  # noqa: ANN401 - logging.LogRecord
+    return not str(record.msg).startswith(TOKEN_NOTICE)
+
+
+def quiet_token_notice() -> None:
+    """Keep Ray's token-authentication notice (TOKEN_NOTICE) out of the user's output: a filter
+    on the one logger that writes it (the driver's; once per process)."""
+    import logging
+
+    log = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    if _drop_token_notice not in log.filters:
+        log.addFilter(_drop_token_notice)
+
 
 class RaySession:
     """A connection to Ray: the cluster at `address` (or RAY_ADDRESS), else an embedded local
@@ -77,6 +97,7 @@ class RaySession:
                 # to 127.0.0.1.)
                 kwargs["address"] = "local"
                 drop_bad_thread_env()
+                quiet_token_notice()
                 if self.num_cpus:
                     kwargs["num_cpus"] = self.num_cpus
                 if self.num_gpus is not None:

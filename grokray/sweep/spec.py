@@ -215,16 +215,56 @@ class SweepSpec:
 # ----------------------------------------------------------------------------- problems
 
 
+SPEC_TEXT = {("name",): "name", ("description",): "description", ("out",): "out",
+             ("search", "metric"): "search.metric", ("search", "mode"): "search.mode"}
+"""the spec's own text fields (its config's come from grokray.config.text_keys)"""
+
+
+def _text_field(path: tuple[Any, ...]) -> str | None:
+    """The text field a YAML path of a spec fills (the spec's own, or a config key's through
+    config:, an axis, a zip block or a search choice), None for any other."""
+    from grokray.config import text_field
+
+    if path in SPEC_TEXT:
+        return SPEC_TEXT[path]
+    head, rest = path[0], path[1:]
+    if head == "config":
+        return text_field(rest)
+    if head == "axes" and rest:
+        key = rest[0]
+    elif head == "zip" and len(rest) >= 2:
+        key = rest[1]
+    elif head == "search" and len(rest) >= 2 and rest[0] == "space":
+        key = rest[1]
+    else:
+        return None
+    return text_field((key,))
+
+
 class _Problems:
-    """Collects one-line problems; `raise_if_any` raises them as one SpecError."""
+    """Collects one-line problems; `raise_if_any` raises them as one SpecError. A text field
+    YAML read as a boolean or number (an unquoted `off`) is said so at once, and other problems
+    of the same value are not repeated."""
 
     def __init__(self, lines: yamlsafe.Lines):
         self.lines = lines
         self.items: list[str] = []
+        self.misread: set[str] = set()
+        """dotted YAML paths of text fields YAML read as a boolean or number"""
+
+    def add_misread(self) -> None:
+        """A line for each text field YAML read as a boolean or number (an unquoted `off`)."""
+        from grokray.config import misread_problems
+
+        self.items += misread_problems(self.lines, _text_field)
+        self.misread = {".".join(map(str, p)) for p in self.lines.typed
+                        if _text_field(p) is not None}
 
     def add(self, key: tuple[Any, ...], msg: str) -> None:
         """A problem at YAML path `key` (the line of its deepest known part); a trailing list
         index (one value of an axis) gives the line but is not part of the key shown."""
+        if ".".join(map(str, key)) in self.misread:
+            return  # said at once: YAML read the value as a boolean or number
         shown = key[:-1] if len(key) > 2 and isinstance(key[-1], int) else key
         name = ".".join(str(k) for k in shown) if shown else "(top level)"
         self.items.append(f"{self.lines.at(*key)}: {name}: {_one_line(msg)}")
@@ -277,6 +317,7 @@ def _validate(data: Any, lines: yamlsafe.Lines, path: str) -> SweepSpec:
         p.add((), f"a sweep spec is a mapping with keys {', '.join(TOP_KEYS)}; got "
                   f"{type(data).__name__ if data is not None else 'an empty file'}")
     p.raise_if_any()
+    p.add_misread()
     for k in data:
         if k not in TOP_KEYS:
             p.add((k,), f"unknown key; {_close(str(k), list(TOP_KEYS))}valid: "

@@ -30,6 +30,18 @@ def test_scaling_json_and_plot(out, capsys, tmp_path):
     assert tables[2]["rows"][0]["arm_b"] == "forge+grokfast"
 
 
+def test_scaling_interval_group_by_default_per_run_by_name(out, capsys):
+    args = ["analyze", "scaling", str(out / "tiny_ablation"), "--arms", "forge", "--format",
+            "json", "--bootstrap", "0"]
+    assert main(args) == 0
+    grp = json.loads(capsys.readouterr().out)[0]["rows"][0]
+    assert main(args + ["--interval", "per-run"]) == 0
+    run = json.loads(capsys.readouterr().out)[0]["rows"][0]
+    assert grp["interval"] == "group" and run["interval"] == "per-run"
+    assert grp["alpha"] == run["alpha"] and grp["alpha_run_lo"] == run["alpha_lo"]
+    assert grp["alpha_lo"] != run["alpha_lo"] and grp["groups"] == 5
+
+
 def test_scaling_with_a_never_grokked_arm_exits_0(out, capsys):
     rc = main(["analyze", "scaling", str(out / "tiny_ablation"), "--method", "both",
                "--compare", "mlp", "forge", "--format", "json", "--where", "group=S3",
@@ -91,6 +103,8 @@ def test_report(out, capsys):
     (["phase", "NOPE"], "no such sweep output dir"),
     (["signtest", "tiny_ablation", "--arms", "forge", "gpt"], "arm 'gpt' not present"),
     (["scaling", "tiny_ablation", "--arms", "mlp", "--medians"], "apply to the OLS fit"),
+    (["scaling", "tiny_ablation", "--method", "ols", "--interval", "group-bootstrap"],
+     "applies to the censored fit"),
     (["curves", "tiny_capacity"], "no curves"),
 ])
 def test_user_errors_exit_2_with_one_line(out, capsys, args, msg):

@@ -142,14 +142,15 @@ def test_time_limit_requeues_and_finishes(tmp_path):
     finishes the rest; every (config, seed) has one row."""
     # Z13 at 5,000 steps: 420,000 pair-steps, not tiny, so each config is a Tune trial of its
     # own (tiny ones share a call, whose results come back only at its end)
-    spec = _spec(tmp_path, "long", n=10, steps=5000, group="Z13")
-    job = _submit(spec, "--time", "00:03:00", "--signal-lead", "60", "--cpus-per-node", "2")
-    info = _wait(job, timeout=1200)
+    spec = _spec(tmp_path, "long", n=6, steps=5000, group="Z13")
+    job = _submit(spec, "--time", "00:03:00", "--signal-lead", "60", "--cpus-per-node", "2",
+                  "--max-requeues", "6")
+    info = _wait(job, timeout=1800)
     sweep = tmp_path / "results" / "long"
     log = _log(sweep, job)
     assert info["JobState"] == "COMPLETED", log
     assert int(info["Restarts"]) >= 1, log
-    assert "requeued (run 1 of at most 4)" in log
+    assert "requeued (run 1 of at most 7)" in log
     _assert_rows_once(_rows(sweep), 8)
     # the lock of run 0 was released on its way out, or taken over by run 1 (same job)
     assert "being written by another grokray process" not in log

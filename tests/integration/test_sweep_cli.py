@@ -66,7 +66,9 @@ def test_smoke_tables_resume_and_new_axis_value(tmp_path, capsys):
 
     assert cli_main(["status", str(out / "tiny")]) == 0
     status = capsys.readouterr().out
-    assert "12 seed-rows of 12 planned, 0 pending" in status and "arch=forge" in status
+    assert "12 seed-rows of 12 planned, 0 pending" in status
+    rows = status.rsplit("\narm ", 1)[1].splitlines()[1:]  # one row per arm (arch = arm here)
+    assert sorted(r.split()[0] for r in rows) == ["forge", "mlp"]
 
 
 def test_raising_trial_gives_failed_rows_and_the_rest_finish(tmp_path):

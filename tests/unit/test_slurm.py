@@ -84,6 +84,11 @@ def test_fitting_lays_longest_first_on_slots():
     assert [cfgs[i] for i in fits] == ["a", "b"]
     fits, rest = fitting(cfgs, secs, 4, 0.0)
     assert fits == [] and len(rest) == 6
+    # with checkpoints every 60 s a trial needs only reach its first one: f (200 s) starts at
+    # 0 and holds its slot for its whole estimate; a 0-50, c 50-90, b 90-100; d would end at 120
+    needs = [min(s, 60.0) if s else None for s in secs]
+    fits, rest = fitting(cfgs, secs, 2, 100.0, needs)
+    assert [cfgs[i] for i in fits] == list("abcf") and [cfgs[i] for i in rest] == list("de")
 
 
 def test_deadline_lines():
@@ -283,3 +288,69 @@ def test_deadline_runs_rounds_of_what_fits(monkeypatch):
     # (55-95) fits; with 60 s left, a fits; e (500 s) never does
     assert ran == [["b", "c", "d"], ["a"]]
     assert [c.name for c in later] == ["e"]
+
+
+def test_progress_counts_rows_and_newer_checkpoints(tmp_path):
+    import dataclasses
+
+    from grokray.slurm.deadline import newest_checkpoint, progress
+
+    sweep = tmp_path / "s"
+    (sweep / "trials").mkdir(parents=True)
+
+    @dataclasses.dataclass
+    class Spec:
+        sweep_dir: str
+
+    @dataclasses.dataclass
+    class Plan:
+        spec: Spec
+        run_id: str
+
+    plan = Plan(Spec(str(sweep)), "RUN")
+    d = Deadline(stop_at=time.time() + 60, job="1")
+    assert newest_checkpoint(str(sweep)) == 0.0 and not progress(plan, d)
+    ck = sweep / "checkpoints" / "abc" / "0000000100.state.npz"
+    ck.parent.mkdir(parents=True)
+    ck.write_bytes(b"x")
+    os.utime(ck, (d.started - 100, d.started - 100))  # an older allocation's checkpoint
+    assert not progress(plan, d)
+    os.utime(ck, (d.started + 5, d.started + 5))  # written in this allocation
+    assert progress(plan, d)
+    ck.unlink()
+    (sweep / "trials" / "h-RUN.parquet").write_bytes(b"")  # a row of this run
+    assert progress(plan, d)
+
+
+def test_ask_checkpoints_on_a_graceful_stop(monkeypatch):
+    """The driver asks its trials to checkpoint through the checkpoints channel, waiting at
+    most what the allocation leaves after its own stop."""
+    import sys
+    import types
+
+    from grokray.slurm import deadline as dl
+
+    calls = []
+
+    class Channel:
+        def request(self):
+            calls.append("request")
+            return 7
+
+        def wait(self, gen, timeout_s):
+            calls.append((gen, timeout_s))
+            return missing
+
+    fake = types.ModuleType("grokray.sweep.checkpoints")
+    fake.channel = lambda: chan
+    monkeypatch.setitem(sys.modules, "grokray.sweep.checkpoints", fake)
+    monkeypatch.setenv("GROKRAY_SLURM_SIGNAL_S", "120")
+    chan, missing = None, 0
+    assert dl.ask_checkpoints(None) is None and calls == []  # no sweep with checkpoints
+    chan = Channel()
+    d = Deadline(stop_at=time.time(), job="5")  # the signal: 120 s before the end
+    assert "done in" in dl.ask_checkpoints(d)
+    assert calls[0] == "request" and calls[1][0] == 7
+    assert 70 <= calls[1][1] <= 75  # 120 s left less the driver's own 45
+    missing = 2
+    assert "2 did not answer within 30 s" in dl.ask_checkpoints(None)

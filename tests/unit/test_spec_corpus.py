@@ -26,7 +26,7 @@ CORPUS: list[tuple[str | bytes, str, str]] = [
     ("name: a/b\n", "name", "bad name"),
     ("name: -dash\n", "name", "bad name"),
     ("name: ''\n", "name", "bad name"),
-    ("name: 12\n", "name", "bad name"),
+    ("name: 12\n", "name", "YAML read the unquoted 12 as the number 12"),
     ("name: [a]\n", "name", "bad name"),
     ("name: " + "a" * 65 + "\n", "name", "at most 64"),
     ("name: 'a\\u0000b'\n", "name", "bad name"),
@@ -36,7 +36,7 @@ CORPUS: list[tuple[str | bytes, str, str]] = [
     ("name: t\nout: ftp://host/x\n", "out", "unsupported URL scheme 'ftp'"),
     ("name: t\nout: http://host/x\n", "out", "unsupported URL scheme 'http'"),
     ("name: t\nout: ''\n", "out", "expected a directory path"),
-    ("name: t\nout: 3\n", "out", "expected a directory path"),
+    ("name: t\nout: 3\n", "out", "YAML read the unquoted 3 as the number 3"),
     ("name: t\nout: [a, b]\n", "out", "expected a directory path"),
     # seeds
     ("name: t\nseeds: 1000000000\n", "seeds", "seed count must be in 1..1024"),

@@ -24,13 +24,13 @@ from grokray.pack import pack_key
 
 PACK_MEMBERS = 64
 """`--pack auto` puts at most this many members (config, seed) in one pack (on CPU a pack of
-more gains little: MLP D4 4.4x from 2 to 16 seeds per trial, issue 25)"""
+more gains little: MLP D4 4.4x from 2 to 16 seeds per trial: benchmarks/README.md)"""
 GPU_PACK_MEMBERS = 4096
 """... and on CUDA at most this many (the memory estimate, `pack_limit`, is what bounds it)"""
 PACK_MAX_MACS = 50.0
 """On CPU `--pack auto` packs a shape only when one seed-step of it is at most this many million
 multiply-adds (`grokray.cost.work.step_macs`): above it a step is arithmetic-bound and a pack
-gains nothing (issue 25, per seed-step at 2 vs 16 seeds: FORGE S4, 129 M, 9.0 vs 8.3 ms; A5,
+gains nothing (per seed-step at 2 vs 16 seeds: FORGE S4, 129 M, 9.0 vs 8.3 ms; A5,
 325 M, 23.5 vs 22.9 ms; FORGE S3, 9.7 M, 1.7x; MLP D4, 0.3 M, 4.4x; whole sweeps:
 benchmarks/bench_pack_sweep.py, benchmarks/README.md)."""
 GPU_MEMORY_SHARE = 0.8
