@@ -96,6 +96,7 @@ def status_tables(sweep_dir: str) -> dict:
 def arm_table(ok):  # noqa: ANN001, ANN201 - DataFrames (pandas imported lazily)
     """Seeds, grokked and grok rate per arm (the arch where rows carry no arm), indexed by the
     arm; `arch`: its architecture(s), shown beside an arm named otherwise."""
+    # lazy: loads pandas, kept out of `grokray --help`
     import pandas as pd
 
     key = "arm" if "arm" in ok and ok["arm"].notna().all() else "arch"

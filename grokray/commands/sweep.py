@@ -17,7 +17,7 @@ from grokray import shipped
 from grokray.commands.status import render_status
 from grokray.errors import GrokrayError
 from grokray.slurm import EXIT_MORE_TO_DO, EXIT_NO_PROGRESS
-from grokray.slurm.deadline import from_env, progress
+from grokray.slurm.deadline import ask_checkpoints, from_env, progress
 from grokray.sweep.interrupt import on_signals
 from grokray.sweep.lock import WriterLock
 
@@ -359,8 +359,6 @@ def slurm_deadline():  # noqa: ANN201 - grokray.slurm.deadline.Deadline | None
 
 
 def _ask_checkpoints(deadline) -> None:  # noqa: ANN001 - Deadline | None
-    from grokray.slurm.deadline import ask_checkpoints
-
     line = ask_checkpoints(deadline)
     if line:
         print(line, file=sys.stderr, flush=True)
@@ -381,6 +379,7 @@ def _slurm_exit(plan, deadline, code: int, later=()) -> int:  # noqa: ANN001 - l
 def _best(spec) -> None:  # noqa: ANN001 - SweepSpec
     """A search's best config (values, objective, how censored seeds counted)."""
     if spec.search is not None:
+        # lazy: loads pandas, kept out of `grokray --help`
         from grokray.sweep.best import best_line
 
         print(best_line(spec.sweep_dir, spec), flush=True)

@@ -49,8 +49,6 @@ def _drop_token_notice(record: Any) -> bool:  # noqa: ANN401 - logging.LogRecord
 def quiet_token_notice() -> None:
     """Keep Ray's token-authentication notice (TOKEN_NOTICE) out of the user's output: a filter
     on the one logger that writes it (the driver's; once per process)."""
-    import logging
-
     log = logging.getLogger("ray._private.authentication.authentication_token_setup")
     if _drop_token_notice not in log.filters:
         log.addFilter(_drop_token_notice)
