@@ -2,8 +2,8 @@
 
 A sweep output dir (a local path or a URL such as s3://bucket/results/smoke) holds
 `trials/*.parquet` and `curves/*.parquet` (and `recomputed/<metric>/*.parquet`, metrics that
-`grokray recompute` computed at snapshots: merged into the curves, grokray.files). Each file is
-read on its own through the one reader (`grokray.files.read_dir`) and the frames are
+`grokray recompute` computed at snapshots: merged into the curves, grokray.reader). Each file is
+read on its own through the one reader (`grokray.reader.read_dir`) and the frames are
 concatenated: columns may differ between files (metric columns appear as they are computed),
 missing cells become NaN/NA. A damaged file
 is named with how to repair it (SchemaError, exit 2); rows of one identity written twice (two
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from grokray import files
+from grokray import reader
 from grokray.errors import SchemaError
 from grokray.schema import CURVE_READ_REQUIRED_COLUMNS as CURVE_REQUIRED
 from grokray.schema import SCHEMA_VERSION, STATUSES
@@ -42,7 +42,7 @@ class Sweep:
     curves: pd.DataFrame = field(repr=False)
     """One row per (config, seed, eval step); empty when no curves were written. Values that
     `grokray recompute` computed at snapshots sit beside the online columns (an online value
-    wins where there is one: grokray.files.merge_recomputed)."""
+    wins where there is one: grokray.reader.merge_recomputed)."""
     recomputed: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     """The recomputed rows the curves use (every metric, one row per metric, config, seed and
     snapshot step: the trials' current runs, each metric's newest version), with `metric`,
@@ -86,7 +86,7 @@ def load(paths: str | Path | Iterable[str | Path]) -> Sweep:
     for d in dirs:
         out = str(d)
         try:
-            loc = files.Location.of(out)
+            loc = reader.Location.of(out)
             is_dir = loc.is_dir()
         except (OSError, ValueError) as exc:
             raise SchemaError(f"cannot open {out}: {' '.join(str(exc).split())[:200]}") from None
@@ -95,9 +95,9 @@ def load(paths: str | Path | Iterable[str | Path]) -> Sweep:
         if not loc.is_dir("trials"):
             raise SchemaError(f"{out} has no trials/ dir; is it a sweep output dir "
                               "(OUT/<sweep>)?")
-        t = files.read_dir(loc, "trials", required=TRIAL_REQUIRED)
-        c = files.read_dir(loc, "curves", required=CURVE_REQUIRED)
-        r, r_damaged = files.read_recomputed(loc)
+        t = reader.read_dir(loc, "trials", required=TRIAL_REQUIRED)
+        c = reader.read_dir(loc, "curves", required=CURVE_REQUIRED)
+        r, r_damaged = reader.read_recomputed(loc)
         damaged += [x.line(out) for x in t.damaged + c.damaged + r_damaged]
         for metric, df in r.items():
             recomputed.setdefault(metric, []).append(df)
@@ -109,7 +109,7 @@ def load(paths: str | Path | Iterable[str | Path]) -> Sweep:
     if damaged:
         raise SchemaError("\n".join(damaged))
     T = pd.concat(trials, ignore_index=True, sort=False)
-    T, dropped, n_ids = files.dedupe(T)
+    T, dropped, n_ids = reader.dedupe(T)
     if dropped:
         print(f"warning: {dropped} duplicate row(s) of {n_ids} identities (config_hash, seed) "
               "were counted once, the newest run kept (two drivers wrote one dir?); "
@@ -120,11 +120,11 @@ def load(paths: str | Path | Iterable[str | Path]) -> Sweep:
         C = C.merge(T[["config_hash", "seed", "run_id"]], on=["config_hash", "seed", "run_id"])
     if not C.empty and "arm" not in C.columns:
         C = C.merge(T[["config_hash", "arm"]].drop_duplicates(), on="config_hash", how="left")
-    R = files.current_recomputed({m: pd.concat(v, ignore_index=True, sort=False)
+    R = reader.current_recomputed({m: pd.concat(v, ignore_index=True, sort=False)
                                   for m, v in recomputed.items()}, T)
     if R:
-        C = files.merge_recomputed(C, R)
-        T = files.fill_trial_metrics(T, R)
+        C = reader.merge_recomputed(C, R)
+        T = reader.fill_trial_metrics(T, R)
     rec = pd.concat(R.values(), ignore_index=True, sort=False) if R else pd.DataFrame()
     return Sweep(paths=dirs, trials=T, curves=C, recomputed=rec)
 

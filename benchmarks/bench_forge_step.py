@@ -48,7 +48,7 @@ from grokray.models.forge import Forge
 from grokray.models.mlp import hidden_width
 from grokray.trainer import Training
 from grokray.trainer.step import train_step
-from grokray.trial import TrialRun
+from grokray.trialrun import TrialRun
 
 GROUPS = "S3,D4,A4,S4,F21,Heis3,A5,Z97"
 EXTRA: dict = {}

@@ -29,7 +29,7 @@ sys.path.insert(0, "benchmarks")
 from bench_train import make_cfg, reference_run  # noqa: E402
 
 from grokray.tasks import make_task  # noqa: E402
-from grokray.trainer import run_trial  # noqa: E402
+from grokray.trial import run_trial  # noqa: E402
 
 smoke = "--cpu-smoke" in sys.argv[1:]
 if smoke:

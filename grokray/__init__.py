@@ -1,18 +1,18 @@
 """grokray: a distributed sweep service for grokking research.
 
 `grokray.load(OUT)`, `grokray.load_snapshots(OUT)` and `grokray.load_model(OUT, config_hash,
-seed, step)` read a sweep back (grokray/loading.py); `grokray.recompute(OUT, metric)` computes
-a metric at every snapshot (grokray/recomputing.py) and `grokray.register_metric` registers one
-of your own (grokray/metrics/registry.py). Each is imported on first use, so `import grokray`
-stays cheap.
+seed, step)` read a sweep back (grokray_analysis.load; grokray/snapshots/read.py);
+`grokray.recompute(OUT, metric)` computes a metric at every snapshot (grokray/sweep/recompute.py)
+and `grokray.register_metric` registers one of your own (grokray/metrics/registry.py). Each is
+imported on first use, so `import grokray` stays cheap.
 """
 
 import importlib
 
 __version__ = "0.1.0"
 
-_LAZY = {"load": "grokray.loading", "load_model": "grokray.loading",
-         "load_snapshots": "grokray.loading", "recompute": "grokray.recomputing",
+_LAZY = {"load": "grokray_analysis.load", "load_model": "grokray.snapshots.read",
+         "load_snapshots": "grokray.snapshots.read", "recompute": "grokray.sweep.recompute",
          "register_metric": "grokray.metrics.registry"}
 
 

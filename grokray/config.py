@@ -141,7 +141,7 @@ class SnapshotConfig:
 
 @dataclass
 class ResumeConfig:
-    """Where a continued run picks up (grokray/continuation.py). Set by `grokray sweep` when it
+    """Where a continued run picks up (grokray/sweep/continuing.py). Set by `grokray sweep` when it
     continues runs censored at a smaller `steps` from their end snapshots; not part of a trial's
     identity, nor of the trials table's config columns (its rows record `continued_from` and
     `continued_from_step` instead). Empty `config_hash`: the run trains from step 0."""

@@ -19,3 +19,8 @@ class SpecError(GrokrayError, ValueError):
 
 class SchemaError(GrokrayError, ValueError):
     """A results table that is missing, unreadable, or of another schema version."""
+
+
+def error_line(exc: BaseException) -> str:
+    """`Type: message`, first line, at most 500 characters (a failed seed's `error`)."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:500]

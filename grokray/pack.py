@@ -6,7 +6,7 @@ Two configs pack when their `pack_key`s are equal: every field but the per-membe
 member takes the same steps of the same kind. A member's own values: the learning rate and its
 schedule, the weight decay (FORGE's split decay too), lambda_alg and its schedule, the Grokfast
 filter (none, ema, ma) with its alpha, lamb, window and warmup, the init scale, the split
-(`data_seed`), the step budget, the label and what it continues from (grokray.continuation; the
+(`data_seed`), the step budget, the label and what it continues from (grokray.sweep.continuing; the
 step it continues from is the pack's); and its group among groups of one order, when the
 task is the group's composition: the pairs (a, b) of every group of order n are the same n^2
 index pairs, only the answers differ (each member its own table), and neither the MLP nor
@@ -23,11 +23,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from grokray.config import TrialConfig
-from grokray.errors import GrokrayError
+from grokray.errors import GrokrayError, error_line
 from grokray.groups import parse
 from grokray.models.registry import get_family
 from grokray.result import TrialResult
-from grokray.trial import ProgressFn, TrialRun, error_line, run_trial
+from grokray.tasks import canonical_names
+from grokray.trial import pack_trainer_of, run_trial, start_run
+from grokray.trialrun import ProgressFn
 
 PER_MEMBER = (
     "steps", "seeds", "data_seed", "label",
@@ -46,7 +48,7 @@ def pack_key(cfg: TrialConfig) -> str | None:
     the seed count for FORGE (its L_assoc form is chosen for a trial's seeds), with the group
     of a composition task as its order (unless metrics read the group). None: the config's
     family does not pack."""
-    if get_family(cfg.arch).pack is None:
+    if not get_family(cfg.arch).pack:
         return None
     d: dict[str, Any] = cfg.to_dict()
     for name in PER_MEMBER:
@@ -61,8 +63,6 @@ def pack_key(cfg: TrialConfig) -> str | None:
 
 def _composes(cfg: TrialConfig) -> bool:
     """The task is the group's composition (not a modular op on Z_p)."""
-    from grokray.tasks import canonical_names
-
     return canonical_names(cfg.group, cfg.op)[1] == "group"
 
 
@@ -80,8 +80,8 @@ def run_pack(configs: Sequence[TrialConfig],
         return [run_trial(c, p) for c, p in zip(configs, progress, strict=True)]
     if len(keys) != 1:
         raise ValueError("run_pack: configs of different shapes (pack_key) do not pack")
-    runs = [TrialRun(c, p) for c, p in zip(configs, progress, strict=True)]
-    pack = runs[0].family.pack
+    runs = [start_run(c, p) for c, p in zip(configs, progress, strict=True)]
+    pack = pack_trainer_of(runs[0].family)
     assert pack is not None
     try:
         pack(runs)

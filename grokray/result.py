@@ -45,7 +45,7 @@ class SeedResult:
     """per-seed scalar summaries (eff_modes, ident_lead, ...); written as metric_<name>"""
     continued_from: str | None = None
     """config_hash of the smaller-budget run this seed continued from (None: trained from 0;
-    grokray.continuation)"""
+    grokray.sweep.continuing)"""
     continued_from_step: int | None = None
     """the step it picked up from (a copied seed: its steps_run, nothing trained)"""
     artifacts: dict[str, Any] = field(default_factory=dict)

@@ -56,7 +56,7 @@ OPTIONAL_OUTCOME_COLUMNS = ["grok_step_lo", "continued_from", "continued_from_st
 """outcome columns older files lack: `grok_step_lo`, the eval before `grok_step` (the grok
 happened in (grok_step_lo, grok_step]; null when censored or grokked at the first eval);
 `continued_from` and `continued_from_step`, the config_hash of the smaller-budget run a row was
-continued from and the step it picked up from (null: trained from step 0; grokray.continuation:
+continued from and the step it picked up from (null: trained from step 0; grokray.sweep.continuing:
 the steps trained for this row are steps_run - continued_from_step)"""
 EXTRA_CONFIG_COLUMNS = ["group_order", "arm"]
 CONFIG_JSON_COLUMN = "config_json"
@@ -201,7 +201,7 @@ SNAPSHOT_COLUMNS = ["schema_version", "sweep", "run_id", "config_hash", "seed", 
 
 RECOMPUTED = "recomputed"
 """`grokray recompute`'s tables: `OUT/<sweep>/recomputed/<metric>/<config_hash>-<recompute_id>
-.parquet`, one row per (config, seed, step) of a snapshot (grokray.recomputing)"""
+.parquet`, one row per (config, seed, step) of a snapshot (grokray.sweep.recompute)"""
 RECOMPUTED_KEY_COLUMNS = [
     "schema_version", "sweep", "run_id", "config_hash", "seed", "group", "arch", "arm", "step",
     "metric", "metric_version", "recompute_id",

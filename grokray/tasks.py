@@ -104,7 +104,7 @@ def pred_table(task: Task, pred: torch.Tensor) -> torch.Tensor | None:
 
 def make_task(group: str | Group, op: str | None = None) -> Task:
     """Group composition (op None or "compose") or a modular op on Z_p (group "Z<p>")."""
-    import torch
+    import torch  # here, not at the top: checking names needs no torch
 
     key = _op_key(op)
     if key == COMPOSE:
@@ -142,7 +142,7 @@ def canonical_names(group: str, op: str | None) -> tuple[str, str]:
 def split(task: Task, train_frac: float, data_seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Disjoint (train_idx, val_idx), sorted LongTensors; round(train_frac * N) train examples,
     at least one of each. Deterministic from data_seed via NumPy PCG64 (see module doc)."""
-    import torch
+    import torch  # here, not at the top: checking names needs no torch
 
     if not 0.0 < float(train_frac) < 1.0:
         raise ConfigError(f"train_frac must be in (0, 1), got {train_frac!r}")

@@ -1,7 +1,7 @@
 """A sweep output dir held in memory: read whole once, then only the files that changed.
 
 `SweepIndex.refresh()` lists `trials/` and `curves/` and reads each new or rewritten file on its
-own (through `grokray.files.read_file`, the one reader), so a refresh after a sweep wrote a few
+own (through `grokray.reader.read_file`, the one reader), so a refresh after a sweep wrote a few
 trials costs those few files, not the dir. Curves are kept compact (a run code, seed, step and
 the numeric columns) so that 10^6 curve rows fit in tens of MB. Nothing here writes.
 
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from grokray import files
+from grokray import reader
 from grokray.errors import SchemaError
 from grokray.schema import CONFIG_JSON_COLUMN, CURVE_READ_REQUIRED_COLUMNS, TRIAL_REQUIRED_COLUMNS
 from grokray_analysis.load import normalize_trials
@@ -87,7 +87,7 @@ class SweepIndex:
         except (FileNotFoundError, NotADirectoryError):
             return out
         for e in entries:
-            if not files.result_file(e.name):
+            if not reader.result_file(e.name):
                 continue
             if e.is_symlink() and not inside(self.path, e.path):
                 out[e.name] = (e.path, "a symlink to a file outside the dir: not read")
@@ -101,18 +101,18 @@ class SweepIndex:
             out[e.name] = (e.path, _Stamp(st.st_mtime_ns, st.st_size))
         return out
 
-    def _read_trials(self, path: str) -> pa.Table | files.Damage:
-        loc = files.Location.of(os.path.dirname(path))
-        return files.read_arrow(loc, path, TRIALS, required=TRIAL_REQUIRED_COLUMNS,
+    def _read_trials(self, path: str) -> pa.Table | reader.Damage:
+        loc = reader.Location.of(os.path.dirname(path))
+        return reader.read_arrow(loc, path, TRIALS, required=TRIAL_REQUIRED_COLUMNS,
                                 exclude=(CONFIG_JSON_COLUMN,), use_threads=False)  # large, unshown
 
-    def _read_curves(self, path: str) -> pa.Table | files.Damage:
+    def _read_curves(self, path: str) -> pa.Table | reader.Damage:
         """config_hash and the numeric columns: the strings of every row (sweep, run_id,
         group, arch, arm) are the trial's, kept once in the trials."""
-        loc = files.Location.of(os.path.dirname(path))
-        t = files.read_arrow(loc, path, CURVES, required=CURVE_READ_REQUIRED_COLUMNS,
+        loc = reader.Location.of(os.path.dirname(path))
+        t = reader.read_arrow(loc, path, CURVES, required=CURVE_READ_REQUIRED_COLUMNS,
                              use_threads=False)
-        if isinstance(t, files.Damage):
+        if isinstance(t, reader.Damage):
             return t
         keep = ["config_hash"] + [f.name for f in t.schema if f.name != "schema_version" and (
             pa.types.is_integer(f.type) or pa.types.is_floating(f.type))]
@@ -123,10 +123,10 @@ class SweepIndex:
         with self.lock:
             changed = False
             self.last_read = 0
-            for sub, reader in ((TRIALS, self._read_trials), (CURVES, self._read_curves)):
-                changed |= self._refresh_sub(sub, reader)
+            for sub, read in ((TRIALS, self._read_trials), (CURVES, self._read_curves)):
+                changed |= self._refresh_sub(sub, read)
             try:
-                self.plan = files.read_plan(self.path)
+                self.plan = reader.read_plan(self.path)
             except (OSError, ValueError):
                 self.plan = None
             if changed:
@@ -134,7 +134,7 @@ class SweepIndex:
                 self.changed_at = time.time()
             return changed
 
-    def _refresh_sub(self, sub: str, reader) -> bool:
+    def _refresh_sub(self, sub: str, read) -> bool:
         """Drop the rows of files gone or rewritten, append those of new or rewritten ones."""
         listing = self._listing(sub)
         gone = [n for (s, n) in self._stamps if s == sub and n not in listing]
@@ -154,12 +154,12 @@ class SweepIndex:
             return False
         self.last_read += len(todo)
         with ThreadPoolExecutor(_READERS) as pool:
-            results = list(pool.map(lambda t: reader(t[1]), todo))
+            results = list(pool.map(lambda t: read(t[1]), todo))
         tables = []
         for (name, path, stamp), t in zip(todo, results, strict=True):
             self._stamps[(sub, name)] = stamp
             drop.append(self._fids.pop((sub, name), -1))
-            if isinstance(t, files.Damage):
+            if isinstance(t, reader.Damage):
                 self.problems[path] = t.line(self.path)
                 continue
             self.problems.pop(path, None)
@@ -213,7 +213,7 @@ class SweepIndex:
                 if raw is None or raw.empty:
                     self._trials = pd.DataFrame(columns=[*TRIAL_REQUIRED_COLUMNS, "arm", "cfg"])
                 else:
-                    df, _, _ = files.dedupe(raw)
+                    df, _, _ = reader.dedupe(raw)
                     try:
                         df = normalize_trials(df)
                     except SchemaError as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from grokray.errors import GrokrayError
-from grokray.files import PLAN, read_plan
+from grokray.reader import PLAN, read_plan
 from grokray_analysis.errors import AnalysisError
 from grokray_analysis.load import load
 

@@ -1,5 +1,5 @@
 """`grokray recompute OUT --metric NAME [NAME ...] [--where KEY=VALUE ...]`: a registered metric
-at every snapshot of a sweep, without training again (grokray/recomputing.py).
+at every snapshot of a sweep, without training again (grokray/sweep/recompute.py).
 
 OUT is a sweep dir (OUT/<sweep>) or a dir of sweep dirs (a ledger root). The values go to
 OUT/<sweep>/recomputed/<metric>/, new files only; a second call computes only what is missing.
@@ -16,7 +16,7 @@ import importlib.util
 import os
 import sys
 
-from grokray.errors import GrokrayError
+from grokray.errors import GrokrayError, error_line
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -52,8 +52,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def import_metrics(items: list[str] | None) -> None:
     """Import each file or module (GrokrayError, one line, when it fails)."""
-    # lazy: loads torch and pandas, kept out of `grokray --help`
-    from grokray.trial import error_line
 
     for item in items or ():
         try:
@@ -95,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
     if not args.metric:
         raise GrokrayError("give --metric NAME; `grokray recompute --list` lists them")
     # lazy: loads pandas, kept out of `grokray --help`
-    from grokray.recomputing import parse_where, recompute
+    from grokray.sweep.recompute import parse_where, recompute
 
     cmd = "grokray recompute " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
     summary = recompute(args.out, args.metric, where=parse_where(args.where),

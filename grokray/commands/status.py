@@ -43,8 +43,8 @@ def status_tables(sweep_dir: str) -> dict:
     # lazy: loads pandas, kept out of `grokray --help`
     import pandas as pd
 
-    # lazy: loads torch and pandas, kept out of `grokray --help`
-    from grokray import files
+    # lazy: loads pandas, kept out of `grokray --help`
+    from grokray import reader
     from grokray.schema import ID_COLUMNS, STATUSES
     from grokray.sweep import store
 
@@ -57,10 +57,10 @@ def status_tables(sweep_dir: str) -> dict:
     if not exists:
         raise GrokrayError(f"no sweep output at {sweep_dir}; give OUT/<sweep> of a sweep that ran")
     cols = [*ID_COLUMNS, "arch", "arm", "group", "wall_s"]
-    t = files.read_dir(loc, store.TRIALS, columns=cols, required=ID_COLUMNS)
-    c = files.read_dir(loc, store.CURVES, columns=["config_hash"],
+    t = reader.read_dir(loc, store.TRIALS, columns=cols, required=ID_COLUMNS)
+    c = reader.read_dir(loc, store.CURVES, columns=["config_hash"],
                        required=("config_hash", "seed", "step"))
-    _, r_damaged = files.read_recomputed(loc, columns=["config_hash"])
+    _, r_damaged = reader.read_recomputed(loc, columns=["config_hash"])
     problems = [d.line(sweep_dir) for d in t.damaged + c.damaged + r_damaged]
     for name in store.missing_curves(sweep_dir, t.frame):
         problems.append(f"{loc.join(store.CURVES, name)}: missing (the curves of "
@@ -69,8 +69,8 @@ def status_tables(sweep_dir: str) -> dict:
                         "again on the next sweep)")
     if problems:
         raise SchemaError("\n".join(problems))
-    df, dropped, dup_ids = files.dedupe(t.frame)
-    plan = files.read_plan(sweep_dir)
+    df, dropped, dup_ids = reader.dedupe(t.frame)
+    plan = reader.read_plan(sweep_dir)
     n_planned = plan["n_trials"] * len(plan["seeds"]) if plan else None
     by_cfg = df.groupby("config_hash")["status"].agg(lambda s: (s == "failed").any()) \
         if len(df) else pd.Series(dtype=bool)

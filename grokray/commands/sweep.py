@@ -120,7 +120,7 @@ def plan_summary(plan) -> dict:  # noqa: ANN001 - Plan (kept lazy)
         "retries": spec.retries, "counted_not_built": plan.counted,
     }
     cont = plan.continuations
-    if cont is not None:  # runs censored at a smaller steps (grokray.continuation)
+    if cont is not None:  # runs censored at a smaller steps (grokray.sweep.continuing)
         out["continued_seed_runs"], out["copied_seed_runs"] = cont.continued, cont.copied
         out["not_continued"] = dict(cont.refused)
     out["auto_shapes"] = auto_shapes(spec)

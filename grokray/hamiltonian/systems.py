@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grokray.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class System:
@@ -81,8 +83,6 @@ SYSTEMS: dict[str, System] = {
 
 def get_system(name: str) -> System:
     """The system called `name`; an unknown name is a ConfigError listing the valid ones."""
-    from grokray.errors import ConfigError
-
     try:
         return SYSTEMS[name]
     except KeyError:

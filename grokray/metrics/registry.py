@@ -4,13 +4,14 @@ functions, with the built-in ones and any a user registers.
     from grokray.metrics.registry import register
 
     @register("restricted_loss", version=1, columns=("restricted_loss", "excluded_loss"))
-    def restricted(snap):            # snap: grokray.recomputing.Snapshot (one seed, one step)
+    def restricted(snap):            # snap: a Snapshot (one seed, one step)
         ...
         return {"restricted_loss": r, "excluded_loss": e}
 
 A metric function takes one `Snapshot` (a seed's parameters at one step: its rebuilt `model`,
 `task`, `train`/`val` split, `logits` of every pair, the trainer's `inputs`, `at(step)` for the
-seed's other snapshots) and returns `{name: value}` (floats, or one-element tensors). Each
+seed's other snapshots; the protocol below, which grokray.snapshots.read.Snapshot implements)
+and returns `{name: value}` (floats, or one-element tensors). Each
 name becomes the curve column `<prefix><name>` (prefix `metric_` unless the metric says
 otherwise), next to the online curve columns. `version` is written beside every value: bump it
 when the function's numbers change, and `grokray recompute` computes that metric again (the
@@ -26,18 +27,55 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from grokray.errors import GrokrayError
 from grokray.schema import METRIC_PREFIX
 
-if TYPE_CHECKING:  # pragma: no cover
-    from grokray.recomputing import Snapshot
+__all__ = ["Metric", "MetricFn", "Snapshot", "get_metric", "metric_names", "metrics",
+           "register", "unregister"]
 
-__all__ = ["Metric", "MetricFn", "get_metric", "metric_names", "metrics", "register",
-           "unregister"]
 
-MetricFn = Callable[["Snapshot"], Mapping[str, Any]]
+class Snapshot(Protocol):
+    """What a metric function reads: one seed's snapshot at one step (built by
+    grokray.snapshots.read; the model, logits and inputs on first use)."""
+
+    config: Any
+    """the trial's TrialConfig (seeds: this one seed; device: cpu)"""
+    config_hash: str
+    seed: int
+    step: int
+    """the snapshot's step"""
+    tags: str
+    """why it was taken: log, init, memorize, grok, end (comma-joined)"""
+    tensors: dict[str, Any]
+    """the kept tensors by name, shaped (numpy; the trial's dtype)"""
+    task: Any
+    """the task (grokray.tasks.Task: a, b, y over every pair, n_in, n_out, group, modulus)"""
+    train: Any
+    """indices into the task of the seed's train pairs (LongTensor, sorted)"""
+    val: Any
+    """indices of its validation pairs"""
+    steps: list[int]
+    """every snapshot step of this seed"""
+
+    @property
+    def model(self) -> Any:
+        """The family's model holding this seed (grokray.models.protocol.Model), or None."""
+
+    @property
+    def logits(self) -> Any:
+        """[N, n_out] logits of every task pair."""
+
+    @property
+    def inputs(self) -> Any:
+        """The trainer's metric inputs at this step (grokray.metrics.mechanism.MetricInputs)."""
+
+    def at(self, step: int | str) -> Snapshot:
+        """The same seed's snapshot at another step, or tag (`end`, `grok`, ..., `last`)."""
+
+
+MetricFn = Callable[[Snapshot], Mapping[str, Any]]
 """fn(snapshot) -> {name: value} (a float, or a one-element tensor)"""
 
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
@@ -142,6 +180,7 @@ def _online(name: str) -> MetricFn:
     (grokray.metrics.mechanism.compute_eval_metrics; one seed)."""
 
     def fn(snap: Snapshot) -> dict[str, Any]:
+        # torch: only when a metric runs (registering and `recompute --list` stay light)
         from grokray.metrics.mechanism import compute_eval_metrics
 
         if snap.model is None:
@@ -155,7 +194,7 @@ def _online(name: str) -> MetricFn:
 def _axioms(snap: Snapshot) -> dict[str, Any]:
     """FORGE's unweighted algebra losses (the curve columns loss_assoc, loss_ident, loss_inv);
     nothing for a model without them."""
-    import torch
+    import torch  # when the metric runs: registering stays light
 
     m = snap.model
     if m is None or not m.has_aux:
@@ -168,7 +207,7 @@ def _feature_matrix(snap: Snapshot) -> Any:
     """The seed's feature matrix over one-hot pairs e_a (+) e_b, [2n, 2n] float64: RFM's M when
     the snapshot keeps it (tensor `M`), else the AGOP of an embed-and-concat MLP (its
     `pair_mlp` view) at the seed's training pairs, as `nfa` takes it; None otherwise."""
-    import torch
+    import torch  # when the metric runs: registering stays light
 
     if "M" in snap.tensors:
         return torch.as_tensor(snap.tensors["M"]).double()
@@ -177,6 +216,7 @@ def _feature_matrix(snap: Snapshot) -> Any:
     view = snap.model.hooks().get("pair_mlp")
     if view is None:
         return None
+    # torch: when the metric runs (registering stays light)
     from grokray.metrics.agop import embed_mlp_nfa
     from grokray.metrics.mechanism import NFA_MAX_PAIRS
 
@@ -190,7 +230,7 @@ def _feature_matrix(snap: Snapshot) -> Any:
 def _agop(snap: Snapshot) -> dict[str, Any]:
     """agop_align: rho(M_t, M_last), the centered alignment of the seed's feature matrix with
     the one at its last snapshot (RFM's online `agop_align`; an MLP's AGOP); NaN without one."""
-    from grokray.metrics.agop import agop_alignment
+    from grokray.metrics.agop import agop_alignment  # torch: when it runs
 
     M = _feature_matrix(snap)
     last = snap.at("last")
@@ -204,6 +244,7 @@ def _circulant(snap: Snapshot) -> dict[str, Any]:
     """circulant_dev: the circulant deviation of the feature matrix's off-diagonal block, in
     the op's order (RFM's online `circulant_dev`; an MLP's AGOP); NaN unless the task is
     add/sub (any Z_p) or mul/div (p prime) with such a feature matrix."""
+    # torch: when the metric runs (registering stays light)
     from grokray.metrics.circulant import feature_circulant_deviation, has_circulant_structure
 
     task = snap.task

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import torch
 
 from grokray.models import gather_rows
-from grokray.models.fused import Workspace, _add_rows, _scale, _seed_index
+from grokray.models.fused import Workspace, add_rows, scale_grads, seed_index
 
 
 def dad(x: torch.Tensor, y: torch.Tensor, U: torch.Tensor, V: torch.Tensor,
@@ -117,7 +117,7 @@ class _AssocAll(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):  # noqa: D102
-        return (*_scale(ctx.saved_tensors, g), None, None)
+        return (*scale_grads(ctx.saved_tensors, g), None, None)
 
 
 def assoc_gram(E: torch.Tensor, U: torch.Tensor, V: torch.Tensor, W: torch.Tensor,
@@ -380,7 +380,7 @@ class _AssocCore(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):  # noqa: D102
-        return (*_scale(ctx.saved_tensors, g), None, None)
+        return (*scale_grads(ctx.saved_tensors, g), None, None)
 
 
 def assoc_tensor_gram(E: torch.Tensor, U: torch.Tensor, V: torch.Tensor, W: torch.Tensor,
@@ -453,7 +453,7 @@ class _GramCross(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):  # noqa: D102
-        return (*_scale(ctx.saved_tensors, g), None, None)
+        return (*scale_grads(ctx.saved_tensors, g), None, None)
 
 
 def _gram_norm(T: torch.Tensor, GA: torch.Tensor, GC: torch.Tensor) -> torch.Tensor:
@@ -473,7 +473,7 @@ class _AssocSampled(torch.autograd.Function):
         S, n, R = Ut.shape
         m = i.shape[1]
         Ut2, Vt2 = Ut.reshape(S * n, R), Vt.reshape(S * n, R)
-        ii, jj, kk = (_seed_index(t, S, m, n).reshape(-1) for t in (i, j, k))
+        ii, jj, kk = (seed_index(t, S, m, n).reshape(-1) for t in (i, j, k))
         g = {key: ws.get(key, (S, m, R), Ut) for key in
              ("Ui", "Vj", "Uj", "Vk", "p1", "p2", "A", "Bm", "D", "dUi", "dp1", "dp2", "dVk")}
         f = {key: ws.get(key, (S, m, W.shape[1]), Ut) for key in ("M1", "M2", "r", "dM1", "dM2")}
@@ -507,13 +507,13 @@ class _AssocSampled(torch.autograd.Function):
         dVj, dUj = dp1.mul_(Ui), dp2.mul_(Vk)
         gUt, gVt = torch.zeros_like(Ut2), torch.zeros_like(Vt2)
         for acc, idx, grad in ((gUt, ii, dUi), (gUt, jj, dUj), (gVt, jj, dVj), (gVt, kk, dVk)):
-            _add_rows(acc, idx, grad.view(S * m, R))
+            add_rows(acc, idx, grad.view(S * m, R))
         ctx.save_for_backward(gUt.view(S, n, R), gVt.view(S, n, R), gU, gV, gW)
         return loss
 
     @staticmethod
     def backward(ctx, g):  # noqa: D102
-        return (*_scale(ctx.saved_tensors, g), None, None, None, None, None)
+        return (*scale_grads(ctx.saved_tensors, g), None, None, None, None, None)
 
 
 def assoc_sampled(Ut: torch.Tensor, Vt: torch.Tensor, U: torch.Tensor, V: torch.Tensor,

@@ -27,12 +27,14 @@ import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 
+from grokray.config import MODEL_AUTO, TrialConfig
+from grokray.cprank.faithful import smallest_faithful
 from grokray.errors import ConfigError
 from grokray.fields import choice, positive
+from grokray.groups import get_group
 from grokray.models import (
     fan_in_bound,
     gather_rows,
@@ -46,10 +48,7 @@ from grokray.models.fused import Workspace, forge_loss, ident_inv
 from grokray.models.protocol import BaseModel
 from grokray.models.registry import Family
 from grokray.optim.schedules import lambda_alg
-from grokray.trainer import train, train_pack
 
-if TYPE_CHECKING:  # pragma: no cover
-    from grokray.config import TrialConfig
 
 @dataclass
 class ForgeConfig:
@@ -108,10 +107,6 @@ def auto_shape(group: str) -> dict[str, int]:
     reproduction.md, "FORGE across groups"). 32 and 256 cover every group of the scaling family
     up to order 60 (M_3(C): 3.7 x 69 = 255.3); F42 (M_6(R)) gets d 36, R 568 and F55 (M_5(C))
     d 50, R 1,040."""
-    from grokray.config import MODEL_AUTO
-    from grokray.cprank.faithful import smallest_faithful
-    from grokray.groups import get_group
-
     f = smallest_faithful(get_group(group))
     dim, rank = (f["dim"], f["rank"]) if f is not None else (0, 0)  # trivial group
     return {"d": max(MODEL_AUTO["d"], dim),
@@ -337,7 +332,7 @@ class Forge(BaseModel):
         self.gens = self.gens + other.gens
 
 
-FAMILY = Family("forge", model=Forge, train=train, pack=train_pack, section="forge",
+FAMILY = Family("forge", model=Forge, train="gradient", pack=True, section="forge",
                 config=ForgeConfig, auto=_auto,
                 shared=("model.d", "model.rank", "model.init_scale", "optim", "grokfast",
                         "metrics"))

@@ -120,17 +120,17 @@ def _pairs(T1: torch.Tensor, T2: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     S, n, k = T1.shape
     B = y.shape[-1]
     flat = T1.reshape(S * n, k), T2.reshape(S * n, k)
-    return (_seed_index(a, S, B, n), _seed_index(b, S, B, n), y.expand(S, B), *flat,
+    return (seed_index(a, S, B, n), seed_index(b, S, B, n), y.expand(S, B), *flat,
             *(torch.zeros_like(t) for t in flat))
 
 
-def _seed_index(a: torch.Tensor, S: int, B: int, n: int) -> torch.Tensor:
+def seed_index(a: torch.Tensor, S: int, B: int, n: int) -> torch.Tensor:
     """Indices into a table flattened to [S * n, k]: row a[s, i] of seed s. a [S, B] or [B]."""
     a = a.expand(S, B)
     return a + (torch.arange(S, device=a.device) * n)[:, None]
 
 
-def _add_rows(acc: torch.Tensor, idx: torch.Tensor, src: torch.Tensor,
+def add_rows(acc: torch.Tensor, idx: torch.Tensor, src: torch.Tensor,
               by_sort: bool | None = None) -> None:
     """acc[idx[r]] += src[r] for every row r (repeated indices add up). acc [N, k].
 
@@ -145,7 +145,7 @@ def _add_rows(acc: torch.Tensor, idx: torch.Tensor, src: torch.Tensor,
         acc += torch.ops.aten.embedding_dense_backward(src, idx, acc.shape[0], -1, False)
 
 
-def _scale(grads: tuple[torch.Tensor, ...], g: torch.Tensor) -> list[torch.Tensor]:
+def scale_grads(grads: tuple[torch.Tensor, ...], g: torch.Tensor) -> list[torch.Tensor]:
     """Each gradient [S, ...] times the incoming per-seed gradient g [S] (already over B)."""
     return [t * g.view(-1, *([1] * (t.dim() - 1))) for t in grads]
 
@@ -181,15 +181,15 @@ class _MLPLoss(torch.autograd.Function):
             else:
                 dZ = torch.autograd.grad(Z, pre, dZ)[0]
             dZ = dZ.reshape(S * c, h)
-            _add_rows(gTa, ja, dZ)
-            _add_rows(gTb, jb, dZ)
+            add_rows(gTa, ja, dZ)
+            add_rows(gTb, jb, dZ)
         ctx.save_for_backward(gTa.view(S, n, h), gTb.view(S, n, h), gW2, gb2)
         ctx.B = B
         return nll / B
 
     @staticmethod
     def backward(ctx, g):  # noqa: D102
-        return (*_scale(ctx.saved_tensors, g / ctx.B), None, None, None, None, None, None)
+        return (*scale_grads(ctx.saved_tensors, g / ctx.B), None, None, None, None, None, None)
 
 
 class _ForgeLoss(torch.autograd.Function):
@@ -221,8 +221,8 @@ class _ForgeLoss(torch.autograd.Function):
                 dz.mul_(scale)
             gW.baddbmm_(dz.transpose(1, 2), m)
             torch.bmm(dz, W, out=m)  # m is now dL/d(u * v)
-            _add_rows(gUt, ja, v.mul_(m).view(S * c, R))  # dL/du = dm * v
-            _add_rows(gVt, jb, u.mul_(m).view(S * c, R))  # dL/dv = dm * u
+            add_rows(gUt, ja, v.mul_(m).view(S * c, R))  # dL/du = dm * v
+            add_rows(gVt, jb, u.mul_(m).view(S * c, R))  # dL/dv = dm * u
         gDec = gDecT.transpose(1, 2)
         ctx.save_for_backward(gUt.view(S, n, R), gVt.view(S, n, R), gW, gDec, gbias)
         ctx.B = B
@@ -230,7 +230,7 @@ class _ForgeLoss(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):  # noqa: D102
-        gUt, gVt, gW, gDec, gbias = _scale(ctx.saved_tensors, g / ctx.B)
+        gUt, gVt, gW, gDec, gbias = scale_grads(ctx.saved_tensors, g / ctx.B)
         return gUt, gVt, gW, gDec, gbias, None, None, None, None, None, None
 
 
@@ -276,7 +276,7 @@ class _IdentInv(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g, _gi, _gv):  # noqa: D102
-        return (*_scale(ctx.saved_tensors, g), None, None, None)
+        return (*scale_grads(ctx.saved_tensors, g), None, None, None)
 
 
 def ident_inv(Ux: torch.Tensor, Vx: torch.Tensor, x: torch.Tensor, e: torch.Tensor,

@@ -25,7 +25,6 @@ from grokray.models.activations import ACTS
 from grokray.models.fused import Workspace, mlp_loss
 from grokray.models.protocol import BaseModel
 from grokray.models.registry import Family, get_family
-from grokray.trainer import train, train_pack
 
 if TYPE_CHECKING:  # pragma: no cover
     from grokray.config import TrialConfig
@@ -139,6 +138,6 @@ def _auto(cfg: TrialConfig) -> dict[str, int]:
     return forge.auto(cfg) if cfg.model.matched_budget and forge.auto is not None else {}
 
 
-FAMILY = Family("mlp", model=MLP, train=train, pack=train_pack, extra=_reads, auto=_auto,
+FAMILY = Family("mlp", model=MLP, train="gradient", pack=True, extra=_reads, auto=_auto,
                 shared=("model.d", "model.hidden", "model.act", "model.matched_budget",
                         "model.init_scale", "optim", "grokfast", "metrics"))

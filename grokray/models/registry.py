@@ -1,9 +1,13 @@
-"""The model-family registry: arch name -> `Family` (its model or trainer, and its config section).
+"""The model-family registry: arch name -> `Family` (its model, how it trains, and its config
+section).
 
 A family is declared beside its model, at the end of its own file:
 
-    FAMILY = Family("forge", model=Forge, train=train_gradient, section="forge",
+    FAMILY = Family("forge", model=Forge, train="gradient", pack=True, section="forge",
                     config=ForgeConfig)
+
+`train` names a training protocol (`TRAINING`; grokray.trial resolves it to its trainer, so a
+model file never imports one) or is a function of the family's own (RFM's kernel fit).
 
 and registered by one line in `BUILTIN` (arch name -> module, imported on first use), or at
 run time by `register(FAMILY)` (e.g. a family defined in a test or a notebook). The config reads
@@ -25,9 +29,13 @@ BUILTIN: dict[str, str] = {
     "forge": "grokray.models.forge",
     "transformer": "grokray.models.transformer",
     "rfm": "grokray.models.rfm",
-    "hamiltonian": "grokray.models.hamiltonian",
+    "hamiltonian": "grokray.hamiltonian.family",
 }
 """arch name -> module that defines `FAMILY` (one line per built-in family)"""
+
+TRAINING = ("gradient",)
+"""the training protocols a family may name (`Family.train`): `gradient`, the seed-batched
+gradient trainer (grokray.trainer) of a `model` (grokray.models.protocol.Model)"""
 
 SHARED = ("model", "optim", "grokfast", "metrics")
 """the shared config sections (declared in grokray.config); a family names those it reads,
@@ -40,14 +48,15 @@ class Family:
 
     name: str
     """the arch name (`arch: forge`)"""
-    train: Callable[[Any], None]
-    """trains one trial: fn(run: grokray.trial.TrialRun), recording each seed's outcome and
-    curve rows in `run` (grokray.trainer.train for gradient-trained models)"""
+    train: str | Callable[[Any], None] = "gradient"
+    """how a trial trains: a training protocol of `TRAINING` (`gradient`: the gradient trainer
+    of `model`), or a function of its own, fn(run: grokray.trialrun.TrialRun), recording each
+    seed's outcome and curve rows in `run`"""
     model: type | None = None
     """the seed-batched model class (grokray.models.protocol.Model) for gradient training"""
-    pack: Callable[[list[Any]], None] | None = None
-    """trains several trials of one shape as one stack of members: fn(runs: list[TrialRun])
-    (grokray.trainer.train_pack); None: the family's trials run one at a time"""
+    pack: bool = False
+    """whether several trials of one shape train as one stack of members (grokray.pack; the
+    gradient protocol's packs); False: the family's trials run one at a time"""
     section: str | None = None
     """the key of its own config section (`forge`), or None"""
     config: type | None = None
@@ -77,6 +86,13 @@ def register(family: Family) -> Family:
     """Add (or replace) a family; its section becomes a config section. Returns it."""
     if family.section is not None and family.config is None:
         raise ValueError(f"family {family.name!r}: section {family.section!r} needs its config")
+    if isinstance(family.train, str) and family.train not in TRAINING:
+        raise ValueError(f"family {family.name!r}: unknown training protocol "
+                         f"{family.train!r}; valid: {', '.join(TRAINING)}, or a function")
+    if family.train == "gradient" and family.model is None:
+        raise ValueError(f"family {family.name!r}: gradient training needs its `model`")
+    if family.pack and not isinstance(family.train, str):
+        raise ValueError(f"family {family.name!r}: only a training protocol packs trials")
     _FAMILIES[family.name] = family
     return family
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from grokray.errors import ConfigError, GrokrayError
+from grokray.errors import ConfigError, GrokrayError, error_line
 from grokray.fields import choice, positive
 from grokray.metrics.agop import agop_alignment, psd_power
 from grokray.metrics.circulant import (
@@ -49,10 +49,9 @@ from grokray.metrics.grokking import GrokDetector
 from grokray.models.registry import Family
 from grokray.result import SeedResult
 from grokray.snapshots import Recorder
-from grokray.trial import error_line
 
 if TYPE_CHECKING:  # pragma: no cover
-    from grokray.trial import TrialRun
+    from grokray.trialrun import TrialRun
 
 KERNELS = ("gaussian", "laplace", "quadratic")
 BASELINES = ("none", "random_circulant")

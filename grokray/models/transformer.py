@@ -61,7 +61,6 @@ from grokray.models.activations import ACTIVATIONS, ACTS
 from grokray.models.ops import seed_cross_entropy
 from grokray.models.protocol import BaseModel, chunked_losses
 from grokray.models.registry import Family
-from grokray.trainer import train
 
 if TYPE_CHECKING:  # pragma: no cover
     from grokray.config import TrialConfig
@@ -421,6 +420,6 @@ class Transformer(BaseModel):
         return hooks
 
 
-FAMILY = Family("transformer", model=Transformer, train=train, section="transformer",
+FAMILY = Family("transformer", model=Transformer, train="gradient", section="transformer",
                 config=TransformerConfig,
                 shared=("model.init_scale", "optim", "grokfast", "metrics"))

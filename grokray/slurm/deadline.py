@@ -180,7 +180,7 @@ def newest_checkpoint(sweep_dir: str) -> float:
     """Epoch seconds of the newest file under the sweep's checkpoints/ (0 when none)."""
     import pyarrow.fs as pafs
 
-    from grokray.files import Location
+    from grokray.reader import Location
 
     loc = Location.of(sweep_dir)
     sel = pafs.FileSelector(loc.join(CHECKPOINTS), recursive=True, allow_not_found=True)

@@ -251,11 +251,14 @@ stop_ray() {
     wait "${RAY_STEPS[@]}" 2>/dev/null
 }
 
-for _ in $(seq 300); do   # the head's GCS answers
-    ray status --address="$HEAD_IP:$RAY_PORT" >/dev/null 2>&1 && break
+# Wait until the head's GCS port answers (bash's /dev/tcp: polling with `ray status`, a Python
+# process a second, starved a loaded node's starting head), then until every node has joined.
+gcs_up() { (exec 3<>"/dev/tcp/$HEAD_IP/$RAY_PORT") 2>/dev/null; }
+for _ in $(seq 300); do
+    gcs_up && break
     sleep 1
 done
-if ! ray status --address="$HEAD_IP:$RAY_PORT" >/dev/null 2>&1; then
+if ! gcs_up; then
     echo "grokray slurm: job $JOB: the Ray head did not start in 5 minutes (its output above)"
     stop_ray
     exit 1
@@ -265,10 +268,10 @@ if [ "${#NODES[@]}" -gt 1 ]; then
         --overlap --exclude="$HEAD" bash -c 'ray_node worker' &
     RAY_STEPS+=($!)
 fi
-for _ in $(seq 120); do   # every node of the allocation joined
+for _ in $(seq 60); do
     alive=$(ray status --address="$HEAD_IP:$RAY_PORT" 2>/dev/null | grep -c ' node_')
     [ "${alive:-0}" -ge "${#NODES[@]}" ] && break
-    sleep 1
+    sleep 5
 done
 echo "grokray slurm: job $JOB run $RUN, Ray head $HEAD_IP:$RAY_PORT," \
      "${alive:-0} of ${#NODES[@]} nodes"

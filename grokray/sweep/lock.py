@@ -87,7 +87,7 @@ class WriterLock:
 
     def __init__(self, out_dir: str, command: str = ""):
         # lazy: loads pandas; the CLI's command modules import this lock at `grokray --help`
-        from grokray.files import Location
+        from grokray.reader import Location
 
         self.loc = Location.of(out_dir)
         self.out_dir = out_dir

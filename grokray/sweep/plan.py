@@ -4,7 +4,7 @@ only) and says what is missing (`Plan`); `plan_record` is the sweep dir's plan.j
 Resume is by row identity `(config_hash, seed)`: a trial runs only the seeds of its config that
 have no row yet in `OUT/<sweep>/trials/` (failed rows count as done unless `rerun_failed`);
 `force` runs everything again into the new run id. A seed still to run whose config has rows
-at a smaller `steps` continues from there (grokray.continuation; not with `force`).
+at a smaller `steps` continues from there (grokray.sweep.continuing; not with `force`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class Plan:
     done_hashes: set[str] = field(default_factory=set)
     """search: configs already on disk (a sampler that proposes one again is not rewritten)"""
     continuations: Any = None
-    """what continues from rows of a smaller budget (grokray.continuation.Continuations;
+    """what continues from rows of a smaller budget (grokray.sweep.continuing.Continuations;
     None: nothing was looked for: a search, --force, a counted grid)"""
 
     counted: bool = False
@@ -70,7 +70,7 @@ class Plan:
             return self.todo_seeds * self.spec.base.steps
         if self.counted:
             return self.spec.seed_steps()
-        from grokray.continuation import steps_to_train
+        from grokray.sweep.continuing import steps_to_train
 
         return sum(steps_to_train(c) for c in self.todo)
 
@@ -114,7 +114,7 @@ def make_plan(spec: SweepSpec, *, rerun_failed: bool = False, force: bool = Fals
             todo.append(cfg if missing == cfg.seeds else cfg.with_overrides({"seeds": missing}))
     cont = None
     if not force and todo and len(rows):  # runs censored at a smaller steps go on
-        from grokray.continuation import plan as continue_plan
+        from grokray.sweep.continuing import plan as continue_plan
 
         cont = continue_plan(todo, spec.sweep_dir)
         todo = cont.todo

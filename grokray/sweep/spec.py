@@ -48,7 +48,7 @@ from typing import Any
 from grokray import yamlsafe
 from grokray.config import SECTIONS, TrialConfig, get_key, misread_problems, text_field, valid_keys
 from grokray.errors import ConfigError, GrokrayError, SpecError
-from grokray.files import join_uri
+from grokray.reader import join_uri
 from grokray.groups import parse as parse_group
 from grokray.models.registry import families
 from grokray.sweep.search import (

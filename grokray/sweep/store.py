@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from grokray import files
+from grokray import reader
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError, SchemaError
 from grokray.schema import CONFIG_JSON_COLUMN as CONFIG_JSON
@@ -57,7 +57,7 @@ from grokray.schema import (
 TRIALS = "trials"
 CURVES = "curves"
 SNAPSHOTS = "snapshots"
-_TMP_PREFIX = files.TMP_PREFIX
+_TMP_PREFIX = reader.TMP_PREFIX
 
 
 OUT_SCHEMES = ("file", "s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss")
@@ -129,12 +129,12 @@ def new_run_id() -> str:
 # ----------------------------------------------------------------------------- filesystem
 
 
-class Location(files.Location):
-    """A directory on a pyarrow filesystem (`grokray.files.Location`) that writes whole."""
+class Location(reader.Location):
+    """A directory on a pyarrow filesystem (`grokray.reader.Location`) that writes whole."""
 
     @classmethod
     def of(cls, uri: str | os.PathLike) -> Location:
-        loc = files.Location.of(uri)
+        loc = reader.Location.of(uri)
         return cls(loc.fs, loc.path)
 
     def child(self, *parts: str) -> Location:
@@ -281,7 +281,7 @@ def write_plan(out_dir: str | os.PathLike, plan: dict[str, Any]) -> None:
     """Write `plan.json` (what a sweep means to run) atomically."""
     loc = Location.of(out_dir)
     data = json.dumps(plan, indent=1, sort_keys=True).encode()
-    loc.write_bytes_atomic(loc.join(files.PLAN), lambda out: out.write(data))
+    loc.write_bytes_atomic(loc.join(reader.PLAN), lambda out: out.write(data))
 
 
 # ----------------------------------------------------------------------------- manifest
@@ -299,11 +299,11 @@ class Manifest:
         """Read the identity columns of every trials file in `out_dir` (SchemaError naming
         every damaged file and how to repair it; v1 and v2 rows: their current identity,
         `current_identity`)."""
-        t = files.read_dir(os.fspath(out_dir), TRIALS,
+        t = reader.read_dir(os.fspath(out_dir), TRIALS,
                            columns=[*ID_COLUMNS, "schema_version", CONFIG_JSON],
                            required=ID_COLUMNS)
         if t.damaged:
-            raise SchemaError(files.problems_error(os.fspath(out_dir), t.damaged))
+            raise SchemaError(reader.problems_error(os.fspath(out_dir), t.damaged))
         rows = t.frame
         if len(rows) and "schema_version" in rows and (rows["schema_version"] < IDENTITY_VERSION
                                                        ).any():
@@ -368,14 +368,14 @@ def repair(out_dir: str | os.PathLike) -> dict[str, int]:
 
 
 def _repair_recomputed(loc: Location, removed: dict[str, int]) -> dict[str, int]:
-    """`repair`'s part for `grokray recompute`'s files (grokray.recomputing): temporary files,
+    """`repair`'s part for `grokray recompute`'s files (grokray.sweep.recompute): temporary files,
     rows whose trial run is no longer on disk (its sweep ran it again: the snapshot they were
     computed from is gone), and a row computed twice (same metric, version, trial run, seed and
     step: two recompute runs at once), the newest recompute run's kept. A file is rewritten
     without its rows, or removed when none is left; an older metric version is kept (readers
     use the newest)."""
     removed = {**removed, "orphan_recomputed": 0, "duplicate_recomputed": 0}
-    metrics = files.recomputed_metrics(loc)
+    metrics = reader.recomputed_metrics(loc)
     for m in metrics:
         for info in loc.listdir(f"{RECOMPUTED}/{m}"):
             if info.base_name.startswith(_TMP_PREFIX):
@@ -383,12 +383,12 @@ def _repair_recomputed(loc: Location, removed: dict[str, int]) -> dict[str, int]
                 removed["temp_files"] += 1
     if not metrics:
         return removed
-    t = files.read_dir(loc, TRIALS, columns=["config_hash", "seed", "run_id"],
+    t = reader.read_dir(loc, TRIALS, columns=["config_hash", "seed", "run_id"],
                        required=("config_hash", "seed", "run_id"))
     runs = None if t.damaged else set(zip(  # unreadable trials: keep every recomputed row
         t.frame["config_hash"], t.frame["seed"].astype(int), t.frame["run_id"], strict=True))
     key = ["config_hash", "seed", "run_id", "step", "metric_version"]
-    tables, _ = files.read_recomputed(loc, columns=[*key, "recompute_id"])
+    tables, _ = reader.read_recomputed(loc, columns=[*key, "recompute_id"])
     for m, df in tables.items():
         if df.empty:
             continue
@@ -437,9 +437,9 @@ def current_identity(df: pd.DataFrame) -> list[str]:
 
 def read_trials(out_dir: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:
     """Concatenate every trials file (only `columns` when given); SchemaError on damage."""
-    t = files.read_dir(os.fspath(out_dir), TRIALS, columns=columns, required=ID_COLUMNS)
+    t = reader.read_dir(os.fspath(out_dir), TRIALS, columns=columns, required=ID_COLUMNS)
     if t.damaged:
-        raise SchemaError(files.problems_error(os.fspath(out_dir), t.damaged))
+        raise SchemaError(reader.problems_error(os.fspath(out_dir), t.damaged))
     return t.frame.drop(columns="file")
 
 
@@ -447,7 +447,7 @@ def missing_curves(out_dir: str | os.PathLike, trials: pd.DataFrame | None = Non
     """Trials files with a finished (not failed) row but no curves file of the same name."""
     loc = Location.of(out_dir)
     if trials is None:
-        trials = files.read_dir(loc, TRIALS, columns=ID_COLUMNS, required=ID_COLUMNS).frame
+        trials = reader.read_dir(loc, TRIALS, columns=ID_COLUMNS, required=ID_COLUMNS).frame
     have = {i.base_name for i in loc.listdir(CURVES)}
     ran = trials[trials["status"] != "failed"]["file"].unique() if len(trials) else []
     return sorted(f for f in ran if f not in have)
@@ -467,13 +467,13 @@ def repair_damaged(out_dir: str | os.PathLike) -> dict[str, list[str]]:
     subs = [(TRIALS, ID_COLUMNS), (CURVES, ("config_hash", "seed", "step")),
             (SNAPSHOTS, ("config_hash", "seed", "step"))]
     subs += [(f"{RECOMPUTED}/{m}", RECOMPUTED_REQUIRED_COLUMNS)
-             for m in files.recomputed_metrics(loc)]
+             for m in reader.recomputed_metrics(loc)]
     for sub, required in subs:
-        for d in files.read_dir(loc, sub, columns=list(required), required=required).damaged:
+        for d in reader.read_dir(loc, sub, columns=list(required), required=required).damaged:
             if d.repairable:
-                moved["damaged"].append(loc.move_aside(d.path, f"{files.QUARANTINE}/{sub}"))
+                moved["damaged"].append(loc.move_aside(d.path, f"{reader.QUARANTINE}/{sub}"))
     for name in missing_curves(out):
         moved["missing_curves"].append(loc.move_aside(loc.join(TRIALS, name),
-                                                      f"{files.QUARANTINE}/{TRIALS}"))
+                                                      f"{reader.QUARANTINE}/{TRIALS}"))
     removed = repair(out)
     return {**moved, **{k: [str(v)] for k, v in removed.items()}}

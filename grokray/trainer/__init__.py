@@ -33,7 +33,8 @@ Its parts, one job each:
     evaluate.py        `Evaluator`: the eval and its curve rows; `summarize` at the end
     stopping.py        `StoppingRule`: grokked and held, diverged, budget spent; `outcome`
     snapshot_hooks.py  `SnapshotHooks`: each trial's snapshot recorder, end state included
-    resume.py          a continued run's end state restored and its earlier evals replayed
+    resume.py          a continued run: what it picks up read back (`load`), its end state
+                       restored and its earlier evals replayed
     minibatches.py     `MiniBatches`: each member's shuffled mini-batches and their stream
     chunks.py          `chunk_pairs` and the logit budgets (shared with `grokray recompute`)
 """

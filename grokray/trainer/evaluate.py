@@ -27,7 +27,7 @@ from grokray.optim import lr_at
 from grokray.tasks import pred_table
 from grokray.trainer.chunks import LOGIT_BUDGET
 from grokray.trainer.stack import Stack
-from grokray.trial import TrialRun
+from grokray.trialrun import TrialRun
 
 Row = dict[str, float]
 

@@ -7,14 +7,14 @@ import time
 
 import torch
 
-from grokray.errors import GrokrayError
+from grokray.errors import GrokrayError, error_line
 from grokray.trainer.evaluate import Evaluator, summarize
 from grokray.trainer.resume import replay, restore
 from grokray.trainer.snapshot_hooks import SnapshotHooks
 from grokray.trainer.stack import Stack
 from grokray.trainer.step import train_step
 from grokray.trainer.stopping import StoppingRule, outcome
-from grokray.trial import Progress, TrialRun, error_line
+from grokray.trialrun import Progress, TrialRun
 
 
 def train(run: TrialRun) -> None:
@@ -40,7 +40,7 @@ class Training:
         self.stopping = StoppingRule(st.cfg)
         self.snaps = SnapshotHooks(st, self.evaluator.schedules)
         self.start = restore(st) if any(r.resumed is not None for r in runs) else 0
-        """the step training starts from (a continued run's: grokray.continuation)"""
+        """the step training starts from (a continued run's: grokray.trainer.resume)"""
 
     def run(self) -> None:
         st, step = self.stack, self.start

@@ -1,17 +1,37 @@
-"""A continued run inside the trainer: each continued member's end snapshot (parameters,
-optimizer and filter state, sampling stream) put into its slot of the stack, and its evals
-before the start replayed (curve rows, grok track, eval count, snapshots), as if this run had
-taken them. What the members continue from is read by `grokray.continuation.load`."""
+"""A continued run, the worker's half (the driver's plan and refusal rules:
+grokray.sweep.continuing). `load` reads the old rows a continued trial picks up: the continued
+seeds' curve rows before the old budget and their snapshots before it (the curves and snapshots
+of the new row hold the whole run, so analysis sees one curve; the eval at the old budget is
+taken again, as the larger-budget run takes it), their end snapshot (parameters and training
+state), and the copied seeds' rows whole. In the trainer, `restore` puts each continued
+member's end snapshot (parameters, optimizer and filter state, sampling stream) into its slot of
+the stack, and `replay` its evals before the start (curve rows, grok track, eval count,
+snapshots), as if this run had taken them.
+"""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
 import torch
 
+from grokray import reader
+from grokray.config import TrialConfig
+from grokray.errors import GrokrayError
 from grokray.optim.state import load_member_state
+from grokray.result import SeedResult
+from grokray.schema import CURVE_KEY_COLUMNS, METRIC_PREFIX
+from grokray.snapshots import STATE, to_tensor
 from grokray.trainer.evaluate import Evaluator
 from grokray.trainer.snapshot_hooks import SnapshotHooks
 from grokray.trainer.stack import Stack
 from grokray.trainer.stopping import StoppingRule
+
+TRIALS, CURVES, SNAPSHOTS = "trials", "curves", "snapshots"
 
 
 def restore(st: Stack) -> int:
@@ -46,3 +66,123 @@ def replay(st: Stack, evaluator: Evaluator, stopping: StoppingRule,
         evaluator.replay(pos, state.rows)
         st.runs[ri].rows.extend(state.rows)
         snaps.add(ri, state.snapshots)
+
+@dataclass
+class SeedState:
+    """What a continued seed picks up."""
+
+    rows: list[dict[str, Any]]
+    """its curve rows before the old budget"""
+    snapshots: list[dict[str, Any]]
+    """its snapshot records before the old budget"""
+    params: dict[str, np.ndarray]
+    """its parameters at the old budget"""
+    state: dict[str, np.ndarray]
+    """its training state there (names without the `state/` prefix)"""
+
+
+@dataclass
+class Resumed:
+    """The old rows a continued trial reads (`load`)."""
+
+    config_hash: str
+    """the old config's identity"""
+    step: int
+    """the step the continued seeds pick up from"""
+    seeds: dict[int, SeedState]
+    """continued seeds"""
+    copied: dict[int, tuple[SeedResult, list[dict[str, Any]], list[dict[str, Any]]]]
+    """copied seeds: (outcome, curve rows, snapshot records)"""
+
+    def origin(self, seed: int) -> tuple[str | None, int | None]:
+        """(continued_from, continued_from_step) of a continued seed."""
+        return (self.config_hash, self.step) if seed in self.seeds else (None, None)
+
+
+def load(cfg: TrialConfig) -> Resumed:
+    """Read what the seeds of `cfg` continue from (`cfg.resume`)."""
+    r = cfg.resume
+    assert r.config_hash is not None and r.out is not None
+    loc = reader.Location.of(r.out)
+    seeds, copied = set(cfg.seeds), set(r.copied)
+
+    def read(sub: str) -> pd.DataFrame:
+        frames = []
+        for name in r.files:
+            if not loc.exists(sub, name):
+                if sub == SNAPSHOTS:
+                    continue
+                raise GrokrayError(f"cannot continue {cfg.config_hash()}: {r.out}/{sub}/{name} "
+                                   "is gone; run the sweep again to train it from step 0")
+            df = loc.read_table(loc.join(sub, name))
+            frames.append(df[df["seed"].astype(int).isin(seeds)])
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    trials, curves, snaps = read(TRIALS), read(CURVES), read(SNAPSHOTS)
+    out = Resumed(config_hash=r.config_hash, step=int(r.step), seeds={}, copied={})
+    for s in cfg.seeds:
+        c = curves[curves["seed"].astype(int) == s].sort_values("step")
+        sn = snaps[snaps["seed"].astype(int) == s] if len(snaps) else snaps
+        if s in copied:
+            row = trials[trials["seed"].astype(int) == s].iloc[0]
+            out.copied[s] = (_outcome(cfg, row, r.config_hash), _rows(c), _records(sn))
+            continue
+        before = sn[sn["step"] < r.step] if len(sn) else sn
+        end = sn[(sn["step"] == r.step) & sn["tags"].str.contains("end")] if len(sn) else sn
+        tensors = {str(x["tensor"]): to_tensor(x) for _, x in end.iterrows()}
+        state = {k[len(STATE):]: v for k, v in tensors.items() if k.startswith(STATE)}
+        if "opt.t" not in state:
+            raise GrokrayError(f"cannot continue {cfg.config_hash()} seed {s}: no training state"
+                               f" at step {r.step} in {r.out}/{SNAPSHOTS}")
+        params = {k: v for k, v in tensors.items() if not k.startswith(STATE)}
+        params.update({k[len("param."):]: v for k, v in state.items() if k.startswith("param.")})
+        out.seeds[s] = SeedState(rows=_rows(c[c["step"] < r.step]), snapshots=_records(before),
+                                 params=params, state=state)
+    return out
+
+
+_KEYS = [k for k in CURVE_KEY_COLUMNS if k not in ("seed", "step")]
+
+
+def _rows(c: pd.DataFrame) -> list[dict[str, Any]]:
+    """Curve rows as the trainer records them (no key columns; absent values left out)."""
+    out = []
+    for rec in c.drop(columns=[k for k in _KEYS if k in c]).to_dict("records"):
+        row = {k: v for k, v in rec.items() if not _absent(v)}
+        row["seed"], row["step"] = int(row["seed"]), int(row["step"])
+        out.append(row)
+    return out
+
+
+def _absent(v: Any) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def _records(sn: pd.DataFrame) -> list[dict[str, Any]]:
+    """Snapshot records (grokray.snapshots.COLUMNS) without training state."""
+    if not len(sn):
+        return []
+    sn = sn[~sn["tensor"].str.startswith(STATE)]
+    return [{"seed": int(x["seed"]), "step": int(x["step"]), "tags": str(x["tags"]),
+             "tensor": str(x["tensor"]), "shape": [int(n) for n in x["shape"]],
+             "dtype": str(x["dtype"]), "values": np.asarray(x["values"], dtype=x["dtype"])}
+            for _, x in sn.iterrows()]
+
+
+def _outcome(cfg: TrialConfig, row: pd.Series, old_hash: str) -> SeedResult:
+    """A copied seed's outcome: its old row's, continued from its own end."""
+    def opt_int(k: str) -> int | None:
+        v = row.get(k)
+        return None if _absent(v) else int(v)
+
+    final = {k: float(row[k]) for k in ("final_train_acc", "final_val_acc", "final_train_loss",
+                                        "final_val_loss") if not _absent(row.get(k))}
+    metrics = {k[len(METRIC_PREFIX):]: float(v) for k, v in row.items()
+               if str(k).startswith(METRIC_PREFIX) and not _absent(v)}
+    s = int(row["seed"])
+    return SeedResult(
+        seed=s, data_seed=cfg.seed_data_seed(s), status=str(row["status"]),
+        grok_step=opt_int("grok_step"), grok_step_lo=opt_int("grok_step_lo"),
+        memorize_step=opt_int("memorize_step"), ungrok_step=opt_int("ungrok_step"),
+        steps_run=int(row["steps_run"]), final=final, metrics=metrics,
+        continued_from=old_hash, continued_from_step=int(row["steps_run"]))

@@ -16,7 +16,7 @@ from grokray.optim import make_filter, make_optimizer
 from grokray.tasks import Task
 from grokray.trainer.chunks import chunk_pairs
 from grokray.trainer.minibatches import MiniBatches
-from grokray.trial import TrialRun
+from grokray.trialrun import TrialRun
 
 
 class Stack:

@@ -13,7 +13,7 @@ import torch
 from grokray.config import TrialConfig
 from grokray.metrics.grokking import GrokDetector, SeedTrack
 from grokray.result import SeedResult
-from grokray.trial import TrialRun
+from grokray.trialrun import TrialRun
 
 
 class StoppingRule:

@@ -28,7 +28,8 @@ from grokray.metrics.spectra import fourier_mass, n_key_modes, top_mode
 from grokray.models import get_model
 from grokray.result import TrialResult
 from grokray.trainer import Training
-from grokray.trial import TrialRun, run_trial
+from grokray.trial import run_trial
+from grokray.trialrun import TrialRun
 
 P, TRAIN_FRAC, STEPS, EVAL_EVERY, LR, D = 59, 0.5, 1500, 25, 3e-3, 64
 SEEDS = [0, 1, 2]

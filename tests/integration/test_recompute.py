@@ -16,12 +16,12 @@ import pytest
 import torch
 
 import grokray
-from grokray import files
+from grokray import reader
 from grokray.cli import main as cli
 from grokray.errors import GrokrayError
 from grokray.metrics import registry
-from grokray.recomputing import recompute
 from grokray.sweep import store
+from grokray.sweep.recompute import recompute
 
 torch.set_num_threads(1)
 
@@ -104,7 +104,7 @@ def test_recomputed_equals_online_at_the_same_steps(out):
         rec = _recomputed(out, m)
         assert len(rec) == len(snaps)  # one row per snapshot of every seed
         assert (rec["metric_version"] == 1).all() and rec["recompute_id"].nunique() == 1
-        cols = files.recomputed_values(rec)
+        cols = reader.recomputed_values(rec)
         j = rec.merge(online, on=key, suffixes=("_rec", "_onl"))
         assert len(j) == len(rec)  # every snapshot step has its curve row
         for c in cols:

@@ -1,7 +1,8 @@
-"""Continuing censored runs (grokray.continuation): `grokray sweep` with a larger `steps` picks up
-the seeds censored at the smaller budget from their end snapshots, and its rows equal those of a
-sweep trained at the larger budget from the start (float64: every trials column but times and
-run ids, every curve value); finished seeds are copied; budget-dependent schedules refuse."""
+"""Continuing censored runs (grokray.sweep.continuing, grokray.trainer.resume): `grokray sweep`
+with a larger `steps` picks up the seeds censored at the smaller budget from their end
+snapshots, and its rows equal those of a sweep trained at the larger budget from the start
+(float64: every trials column but times and run ids, every curve value); finished seeds are
+copied; budget-dependent schedules refuse."""
 
 from __future__ import annotations
 
@@ -153,7 +154,7 @@ def test_budget_dependent_schedules_refuse_and_train_from_zero(tmp_path, over, w
 
 def test_lambda_schedule_scaled_by_steps_refuses():
     from grokray.config import TrialConfig
-    from grokray.continuation import refusal
+    from grokray.sweep.continuing import refusal
 
     base = {"arch": "forge", "group": "S3", "forge.lambda_schedule": "linear"}
     old = TrialConfig.from_dict({**base, "steps": 100})

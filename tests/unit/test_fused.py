@@ -163,12 +163,12 @@ def test_forge_aux_loss_equals_plain_autograd(n, extra):
 def test_add_rows_both_paths(by_sort):
     """The row scatter used by the fused backward passes (index_add_ on CPU, the sort-based
     embedding backward on CUDA) adds repeated rows."""
-    from grokray.models.fused import _add_rows
+    from grokray.models.fused import add_rows
 
     acc = torch.ones(5, 3)
     idx = torch.tensor([0, 2, 2, 4, 0])
     src = torch.arange(15.0).view(5, 3)
-    _add_rows(acc, idx, src, by_sort=by_sort)
+    add_rows(acc, idx, src, by_sort=by_sort)
     expect = torch.ones(5, 3)
     for r, i in enumerate(idx.tolist()):
         expect[i] += src[r]

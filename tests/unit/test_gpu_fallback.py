@@ -16,7 +16,8 @@ from grokray.result import SeedResult, TrialResult
 from grokray.schema import trial_frame
 from grokray.sweep.outcome import Outcome
 from grokray.sweep.progress import Display
-from grokray.trial import resolve_device, run_trial
+from grokray.trial import run_trial
+from grokray.trialrun import resolve_device
 
 TINY = {"group": "Z5", "arch": "mlp", "steps": 2, "eval_every": 1, "model.d": 4,
         "model.hidden": 4, "seeds": [0]}

@@ -13,7 +13,7 @@ from grokray.hamiltonian.integrate import flow, leapfrog, trajectory
 from grokray.hamiltonian.model import FlowDAD, StepMLP
 from grokray.hamiltonian.rollout import drift, rollout
 from grokray.hamiltonian.systems import SYSTEMS, get_system
-from grokray.hamiltonian.trial import HamConfig, run_seed
+from grokray.hamiltonian.train import HamConfig, run_seed
 from grokray_analysis.drift import drift_table
 
 

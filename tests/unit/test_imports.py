@@ -110,3 +110,27 @@ def test_trainer_and_metrics_do_not_probe_or_branch_on_the_arch(name):
     assert "arch" not in attrs  # the family comes from the registry (grokray.trial)
     for family in ("forge", "rfm", "transformer"):
         assert family not in attrs, family  # no family's own settings (cfg.forge...)
+
+
+def _reach(name: str) -> set[str]:
+    seen, todo = set(), [name]
+    while todo:
+        m = todo.pop()
+        for n in GRAPH[m] - seen:
+            seen.add(n)
+            todo.append(n)
+    return seen
+
+
+@pytest.mark.parametrize("name", sorted(m for m in GRAPH if m.startswith("grokray.models")))
+def test_families_name_their_training_without_importing_a_trainer(name):
+    # a family names a training protocol (Family.train) that grokray.trial resolves
+    assert not {m for m in _reach(name)
+                if m.startswith(("grokray.trainer", "grokray.trial", "grokray.pack"))
+                and m != "grokray.trialrun"}
+
+
+def test_the_trial_never_reaches_the_sweep_service():
+    # a trial runs in a worker: the driver's plans, identities and stores stay out of it
+    for name in ("grokray.trial", "grokray.pack"):
+        assert not {m for m in _reach(name) if m.startswith("grokray.sweep")}, name

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from grokray import files
+from grokray import reader
 from grokray.errors import GrokrayError
-from grokray.recomputing import Filter, parse_where, select_trials
+from grokray.sweep.recompute import Filter, parse_where, select_trials
 
 
 def test_parse_where():
@@ -51,14 +51,14 @@ def test_newest_version_of_the_current_run_beside_online_values_online_wins():
         _rec("m", 2, "c", steps=(10,), vals=(3.0,)),              # computed twice: newest run
         _rec("m", 3, "d", run="r0", vals=(7.0, 7.0)),             # a run no longer on disk
     ]), "e": _rec("e", 1, "a", col="metric_e", vals=(5.0, 6.0))}
-    cur = files.current_recomputed(tables, trials)
+    cur = reader.current_recomputed(tables, trials)
     assert list(cur["m"]["metric_x"]) == [1.0, 3.0] and set(cur["m"]["metric_version"]) == {2}
     curves = pd.DataFrame({"config_hash": "h", "seed": 0, "run_id": "r1", "step": [0, 5, 10],
                            "val_acc": [0.1, 0.5, 1.0], "metric_e": [0.5, np.nan, np.nan]})
-    merged = files.merge_recomputed(curves, cur)
+    merged = reader.merge_recomputed(curves, cur)
     assert len(merged) == 3 and list(merged["val_acc"]) == [0.1, 0.5, 1.0]
     np.testing.assert_equal(merged["metric_x"].to_numpy(), [1.0, np.nan, 3.0])  # new column
     np.testing.assert_equal(merged["metric_e"].to_numpy(), [0.5, np.nan, 6.0])  # online wins
-    filled = files.fill_trial_metrics(trials, cur)
+    filled = reader.fill_trial_metrics(trials, cur)
     assert filled["metric_x"].iloc[0] == 3.0 and filled["metric_e"].iloc[0] == 6.0
     assert np.isnan(trials["metric_e"].iloc[0])  # not modified in place

@@ -24,8 +24,14 @@ STUBS = {
     "srun": """#!/bin/bash
 echo "srun $*" >> "$STUB_LOG"
 if [[ "$*" == *"ray_node head"* || "$*" == *"ray_node worker"* ]]; then
-    trap 'echo "ray step $$ stopped" >> "$STUB_LOG"; exit 0' TERM
+    trap 'echo "ray step $$ stopped" >> "$STUB_LOG"; kill $(jobs -p) 2>/dev/null; exit 0' TERM
     echo $$ >> "$STUB_DIR/steps"
+    if [[ "$*" == *"ray_node head"* ]]; then   # the head's GCS port
+        python -c "import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, \
+socket.SO_REUSEADDR, 1); s.bind(('$HEAD_IP', $RAY_PORT)); s.listen(); time.sleep(120)" \
+            >/dev/null 2>&1 &
+        echo $! >> "$STUB_DIR/listener"
+    fi
     while :; do sleep 0.1; done
 fi
 if [[ "$*" == *"kill -TERM"* ]]; then
@@ -43,7 +49,7 @@ if [ "$1" = status ]; then for n in $(seq "$STUB_NODES"); do echo " 1 node_$n"; 
 echo "127.0.1.1       STREAM $2"
 """,
     "hostname": """#!/bin/bash
-echo "10.9.8.7 172.17.0.1"
+echo "127.0.0.3 172.17.0.1"
 """,
     # the driver: records its arguments and environment, then waits for SIGTERM (exit 143) or
     # exits with $STUB_RC
@@ -96,6 +102,15 @@ def _wait_for(path: Path, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+def _stop_listeners(tmp: Path) -> None:
+    f = tmp / "listener"
+    for pid in f.read_text().split() if f.exists() else []:
+        try:
+            os.kill(int(pid), signal.SIGTERM)
+        except (ProcessLookupError, ValueError):
+            pass
+
+
 def _log(tmp: Path) -> str:
     return (tmp / "log").read_text()
 
@@ -136,10 +151,11 @@ def test_driver_gets_head_address_ports_and_token(tmp_path):
         env = dict(ln.split("=", 1) for ln in (tmp_path / "driver_env").read_text().splitlines()
                    if "=" in ln)
         port = 10000 + (4321 % 250) * 200
-        # the loopback that the node name resolved to is replaced by a real interface
+        # 127.0.1.1, which the node name resolved to, is replaced by the first address of
+        # `hostname -I` (a stand-in's: a loopback address the test can listen on)
         assert args[:5] == ["sweep", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"),
                             "--address"]
-        assert args[5] == f"10.9.8.7:{port}" and "--plain" in args
+        assert args[5] == f"127.0.0.3:{port}" and "--plain" in args
         assert env["RAY_AUTH_MODE"] == "token" and len(env["RAY_AUTH_TOKEN"]) == 64
         assert env["GROKRAY_SLURM_SIGNAL_S"] == "120" and env["ACTIVATED"] == "yes"
         log = _log(tmp_path)
@@ -148,6 +164,7 @@ def test_driver_gets_head_address_ports_and_token(tmp_path):
         p.send_signal(signal.SIGUSR1)  # Slurm's signal before the time limit
         out, _ = p.communicate(timeout=60)
     finally:
+        _stop_listeners(tmp_path)
         if p.poll() is None:
             p.kill()
     log = _log(tmp_path)
@@ -164,6 +181,7 @@ def test_user_stop_is_not_requeued(tmp_path):
         p.send_signal(signal.SIGTERM)  # scancel --batch --signal=TERM
         out, _ = p.communicate(timeout=60)
     finally:
+        _stop_listeners(tmp_path)
         if p.poll() is None:
             p.kill()
     log = _log(tmp_path)
@@ -180,7 +198,10 @@ def test_user_stop_is_not_requeued(tmp_path):
 ])
 def test_requeue_decision(tmp_path, rc, restart, requeued):
     p = _start(tmp_path, _opts(tmp_path, nodes=1), restart=restart, rc=rc)
-    out, _ = p.communicate(timeout=60)
+    try:
+        out, _ = p.communicate(timeout=60)
+    finally:
+        _stop_listeners(tmp_path)
     assert ("scontrol requeue" in _log(tmp_path)) is requeued, out
     assert p.returncode == (0 if requeued else rc)
     if rc == EXIT_MORE_TO_DO and not requeued:

@@ -9,7 +9,8 @@ from grokray.config import OptimConfig, TrialConfig
 from grokray.metrics.grokking import GrokDetector
 from grokray.optim.optimizers import SeedAdamW, SeedSGD
 from grokray.trainer import Training
-from grokray.trial import TrialRun, run_trial
+from grokray.trial import run_trial
+from grokray.trialrun import TrialRun
 
 torch.set_num_threads(1)  # tiny tensors: extra threads only contend on a shared CPU
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from grokray.files import join_uri
+from grokray.reader import join_uri
 from grokray.sweep.executors.base import Executor
 from grokray.sweep.executors.local import LocalExecutor
 from grokray.sweep.executors.tune import TuneExecutor

@@ -1,4 +1,4 @@
-"""One Hamiltonian trial for one seed: data, training, long rollout, invariant drift (pure).
+"""One seed of a Hamiltonian trial: data, training, long rollout, invariant drift (pure).
 
 `run_seed(cfg, seed) -> SeedOutcome`. The config is any object with the fields of `HamConfig`
 (the family's config section). Seeding: the data comes from `data_seed` (numpy PCG64), the model
@@ -16,10 +16,11 @@ import numpy as np
 import torch
 
 from grokray.hamiltonian.data import make_data
-from grokray.hamiltonian.integrate import leapfrog
+from grokray.hamiltonian.integrate import flow, leapfrog
 from grokray.hamiltonian.model import FlowDAD, StepMLP
 from grokray.hamiltonian.rollout import drift, rollout
 from grokray.hamiltonian.systems import get_system
+from grokray.optim.schedules import lambda_alg
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,6 @@ def reference_drift(cfg) -> dict[str, float]:
 
 def run_seed(cfg, seed: int) -> SeedOutcome:
     """Train one model of `cfg` with `seed`, roll it out, measure the invariants' drift."""
-    from grokray.optim.schedules import lambda_alg
-
     system = get_system(cfg.system)
     data = make_data(system, dt=cfg.dt, n_traj=cfg.n_traj, traj_steps=cfg.traj_steps,
                      n_test=cfg.n_test, data_seed=cfg.data_seed)
@@ -111,8 +110,6 @@ def run_seed(cfg, seed: int) -> SeedOutcome:
     y = torch.as_tensor(data.y, dtype=torch.float32)
     test_rng = np.random.Generator(np.random.PCG64(cfg.data_seed + 2))
     tx0 = system.sample(test_rng, 256)
-    from grokray.hamiltonian.integrate import flow
-
     tx = torch.as_tensor(tx0, dtype=torch.float32)
     ty = torch.as_tensor(flow(system, tx0, cfg.dt), dtype=torch.float32)
     model = build_model(cfg, x.shape[1], torch.Generator().manual_seed(seed))

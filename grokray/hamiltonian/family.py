@@ -4,8 +4,9 @@ Not a group task: a trial learns the time-dt flow map of one system (harmonic, p
 data from grokray's own symplectic integrator) with a plain MLP step model (`step: mlp`) or the
 DAD flow model with the algebra losses on compositions of flow maps (`step: dad`, weighted by
 lambda_alg(t)), then rolls it out for `rollout_steps` steps from held-out states and records the
-drift of the conserved quantities. The math lives in `grokray/hamiltonian/` (pure modules); this
-file is the config section and the trainer the trial runner calls.
+drift of the conserved quantities. The math lives beside this file in `grokray/hamiltonian/`
+(pure modules); this file is the family: its config section and the trainer the trial runner
+calls (a function of its own, `train_hamiltonian`, over `train.run_seed`).
 
 Written to the Parquet contract: one trials row per seed, status `not_grokked` for a finished
 seed (there is no grokking event here; analysis reads the `metric_*` columns), `diverged` when
@@ -25,7 +26,9 @@ from typing import Any
 import torch
 
 from grokray.fields import at_least, choice, positive
+from grokray.hamiltonian.train import HamConfig, reference_drift, run_seed
 from grokray.models.registry import Family
+from grokray.result import SeedResult
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,7 @@ class HamiltonianConfig:
 
 
 def train_hamiltonian(run: Any) -> None:
-    """Each seed: train, roll out, measure (grokray.hamiltonian.trial.run_seed)."""
-    from grokray.hamiltonian.trial import HamConfig, reference_drift, run_seed
-    from grokray.result import SeedResult
-
+    """Each seed: train, roll out, measure (grokray.hamiltonian.train.run_seed)."""
     cfg, h = run.cfg, run.cfg.hamiltonian
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny matmuls: one thread is fastest (and cores are shared)

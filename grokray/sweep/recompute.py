@@ -1,10 +1,10 @@
-"""`grokray recompute OUT --metric NAME [--where ...]`: a registered metric at every snapshot of a
-sweep, without training again.
+"""`grokray recompute OUT --metric NAME [--where ...]` (`grokray.recompute`): a registered metric
+at every snapshot of a sweep, without training again.
 
 For each selected (config, seed) of the sweep dir OUT (or of every sweep dir under OUT, a
-ledger root), the model is rebuilt from each of its snapshots (grokray.snapshots; as
-`grokray.load_model` rebuilds it) and the metric (grokray.metrics.registry) computed on it, in
-this process, on the CPU. The values go to files of their own,
+ledger root), the model is rebuilt from each of its snapshots (grokray.snapshots.read.Snapshot;
+as `grokray.load_model` rebuilds it) and the metric (grokray.metrics.registry) computed on it,
+in this process, on the CPU. The values go to files of their own,
 
     OUT/<sweep>/recomputed/<metric>/<config_hash>-<recompute_id>.parquet
 
@@ -19,7 +19,7 @@ file is written when the config is done; on Ctrl-C, or when a metric raises, the
 current one finished so far are written first).
 
 Readers (`grokray analyze`, `grokray.load`: grokray_analysis.load) put the values beside the online
-curves (grokray.files.merge_recomputed: an online value wins where it exists, they agree);
+curves (grokray.reader.merge_recomputed: an online value wins where it exists, they agree);
 `repair` drops rows whose trial run is gone and duplicate rows, `status --repair` quarantines
 an unreadable file (grokray.sweep.store).
 """
@@ -32,14 +32,26 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, TextIO
 
 import numpy as np
 import pandas as pd
+import torch
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
-from grokray import files
-from grokray.errors import GrokrayError
+from grokray import reader
+from grokray.config import TrialConfig
+from grokray.errors import GrokrayError, error_line
+from grokray.metrics.registry import get_metric
+from grokray.models.registry import get_family
 from grokray.schema import (
     RECOMPUTED,
     RECOMPUTED_KEY_COLUMNS,
@@ -47,9 +59,12 @@ from grokray.schema import (
     SCHEMA_VERSION,
     SNAPSHOT_COLUMNS,
 )
+from grokray.snapshots.read import SeedSnapshots, Snapshot
+from grokray.sweep import store
+from grokray.sweep.lock import WriterLock
+from grokray.sweep.progress import fmt_seconds
 
-__all__ = ["Filter", "Snapshot", "Summary", "parse_where", "recompute", "select_trials",
-           "sweep_dirs"]
+__all__ = ["Filter", "Summary", "parse_where", "recompute", "select_trials", "sweep_dirs"]
 
 TRIALS, SNAPSHOTS = "trials", "snapshots"
 
@@ -119,7 +134,7 @@ def sweep_dirs(out: str) -> list[str]:
     """OUT itself when it is a sweep dir (it has trials/), else the sweep dirs directly under
     it (a ledger root). GrokrayError (one line) when there is none."""
     try:
-        loc = files.Location.of(out)
+        loc = reader.Location.of(out)
         if not loc.is_dir():
             raise GrokrayError(f"no such directory: {out}; give a sweep dir (OUT/<sweep>) or "
                                "a dir of sweep dirs")
@@ -128,7 +143,7 @@ def sweep_dirs(out: str) -> list[str]:
         subs = loc.subdirs()
     except (OSError, ValueError) as exc:
         raise GrokrayError(f"cannot open {out}: {' '.join(str(exc).split())[:200]}") from None
-    found = [files.join_uri(out, s) for s in subs if loc.is_dir(s, TRIALS)]
+    found = [reader.join_uri(out, s) for s in subs if loc.is_dir(s, TRIALS)]
     if not found:
         raise GrokrayError(f"{out} is not a sweep dir (no trials/) and holds none; give "
                            "OUT/<sweep> of a sweep that ran, or the output root of several")
@@ -136,157 +151,6 @@ def sweep_dirs(out: str) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- a snapshot
-
-
-class _Seed:
-    """One (config, seed): its config, task, split, snapshot tensors by step, and one model
-    that each snapshot's parameters are copied into in turn."""
-
-    def __init__(self, cfg: Any, config_hash: str, seed: int, run_id: str, sweep: str,
-                 frame: pd.DataFrame, tasks: dict) -> None:
-        from grokray.models.registry import get_family
-        from grokray.snapshots import to_tensor
-        from grokray.tasks import make_task, split
-
-        self.cfg = cfg.with_overrides({"seeds": [int(seed)], "device": "cpu"})
-        self.config_hash, self.seed, self.run_id = config_hash, int(seed), run_id
-        self.sweep = sweep
-        self.family = get_family(self.cfg.arch)
-        key = (self.cfg.group, self.cfg.op)
-        if key not in tasks:
-            tasks[key] = make_task(*key)
-        self.task = tasks[key]
-        self.train, self.val = split(self.task, self.cfg.train_frac,
-                                     self.cfg.seed_data_seed(self.seed))
-        self.tensors: dict[int, dict[str, np.ndarray]] = {}
-        self.tags: dict[int, str] = {}
-        for step, rows in frame.groupby("step", sort=True):
-            self.tensors[int(step)] = {r["tensor"]: to_tensor(r) for _, r in rows.iterrows()}
-            self.tags[int(step)] = str(rows["tags"].iloc[0])
-        self.steps = sorted(self.tensors)
-        self._model: Any = None
-        self._loaded: int | None = None
-        self._views: dict[int, Snapshot] = {}
-
-    def model_at(self, step: int, own: bool) -> Any:
-        """The model with the parameters of `step` (None: the family has no model): the
-        shared one (`own` False: reloaded for each step in turn), or a model of its own."""
-        import torch
-
-        if self.family.model is None:
-            return None
-        if own or self._model is None:
-            dtype = {"float32": torch.float32, "float64": torch.float64}[self.cfg.dtype]
-            m = self.family.model(self.cfg, self.task.n_in, self.task.n_out, [self.seed],
-                                  torch.device("cpu"), dtype)
-            if not own:
-                self._model = m
-        else:
-            m = self._model
-        if own or self._loaded != step:
-            kept = self.tensors[step]
-            missing = [k for k in m.params if k not in kept]
-            if missing:
-                raise GrokrayError(
-                    f"{self.sweep} {self.config_hash} seed {self.seed} step {step}: the "
-                    f"snapshot keeps only {', '.join(kept)}, a model needs every parameter "
-                    f"(missing {', '.join(missing)}); a metric that reads those tensors can "
-                    "use snap.tensors without snap.model")
-            with torch.no_grad():
-                for name, p in m.params.items():
-                    p.copy_(torch.from_numpy(np.ascontiguousarray(kept[name]))[None])
-            if not own:
-                self._loaded = step
-        return m
-
-    def view(self, step: int) -> Snapshot:
-        """The snapshot at `step` for `Snapshot.at` (a model of its own, kept)."""
-        if step not in self._views:
-            self._views[step] = Snapshot(self, step, own=True)
-        return self._views[step]
-
-
-class Snapshot:
-    """One seed's snapshot at one step, as a metric function sees it. The model, logits and
-    inputs are built on first use."""
-
-    def __init__(self, seed_data: _Seed, step: int, own: bool = False) -> None:
-        self._s, self._own = seed_data, own
-        self.config = seed_data.cfg
-        """the trial's TrialConfig (seeds: this one seed; device: cpu)"""
-        self.config_hash: str = seed_data.config_hash
-        self.seed: int = seed_data.seed
-        self.step: int = int(step)
-        """the snapshot's step"""
-        self.tags: str = seed_data.tags[self.step]
-        """why it was taken: log, init, memorize, grok, end (comma-joined)"""
-        self.tensors: dict[str, np.ndarray] = seed_data.tensors[self.step]
-        """the kept tensors by name, shaped (numpy; the trial's dtype)"""
-        self.task = seed_data.task
-        """the task (grokray.tasks.Task: a, b, y over every pair, n_in, n_out, group, modulus)"""
-        self.train = seed_data.train
-        """indices into the task of the seed's train pairs (LongTensor, sorted)"""
-        self.val = seed_data.val
-        """indices of its validation pairs"""
-        self.steps: list[int] = seed_data.steps
-        """every snapshot step of this seed"""
-
-    def at(self, step: int | str) -> Snapshot:
-        """The same seed's snapshot at another step, or tag: `end`, `grok`, `memorize`,
-        `init`, or `last` (its last snapshot, the end unless it diverged)."""
-        s = self._s
-        if isinstance(step, str):
-            if step == "last":
-                return s.view(s.steps[-1])
-            hit = [t for t in s.steps if step in s.tags[t].split(",")]
-            if not hit:
-                raise GrokrayError(f"{s.config_hash} seed {s.seed} has no snapshot tagged "
-                                   f"{step!r}")
-            return s.view(hit[0])
-        if int(step) not in s.tensors:
-            raise GrokrayError(f"{s.config_hash} seed {s.seed} has no snapshot at step {step}; "
-                               f"valid: {s.steps}")
-        return s.view(int(step))
-
-    @cached_property
-    def model(self) -> Any:
-        """The family's model holding this seed (tensors [1, ...], CPU, the trial's dtype;
-        grokray.models.protocol.Model), or None for a family without one (RFM)."""
-        return self._s.model_at(self.step, self._own)
-
-    @cached_property
-    def logits(self) -> Any:
-        """[N, n_out] logits of every task pair (chunked as the trainer evaluates)."""
-        import torch
-
-        from grokray.trainer.chunks import LOGIT_BUDGET, chunk_pairs
-
-        m, task = self.model, self.task
-        if m is None:
-            raise GrokrayError(f"arch {self.config.arch} has no model to take logits of")
-        chunk = chunk_pairs(LOGIT_BUDGET, task.n_out, 1, m.pair_floats)
-        with torch.no_grad():
-            parts = [m.logits(task.a[i:i + chunk], task.b[i:i + chunk])[0]
-                     for i in range(0, len(task), chunk)]
-        return torch.cat(parts, 0)
-
-    @cached_property
-    def inputs(self) -> Any:
-        """The trainer's metric inputs at this step (grokray.metrics.mechanism.MetricInputs,
-        one seed): the embedding, the predicted table (every pair evaluated, as online when
-        the task has at most metrics.eval_max_pairs pairs), the model's views, the train
-        pairs."""
-        from grokray.metrics.mechanism import MetricInputs
-        from grokray.tasks import pred_table
-
-        m, task = self.model, self.task
-        table = None
-        if len(task) <= self.config.metrics.eval_max_pairs:
-            table = pred_table(task, self.logits.argmax(-1)[None])
-        tr = self.train
-        return MetricInputs(group=task.group, E=m.embedding(), pred_table=table,
-                            hooks=m.hooks(), pairs=(task.a[tr][None], task.b[tr][None]),
-                            n_seeds=1)
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -342,10 +206,10 @@ class Summary:
 
 
 def _read_trials(sweep_dir: str) -> pd.DataFrame:
-    t = files.read_dir(sweep_dir, TRIALS, required=("config_hash", "seed", "status", "run_id"))
+    t = reader.read_dir(sweep_dir, TRIALS, required=("config_hash", "seed", "status", "run_id"))
     if t.damaged:
-        raise GrokrayError(files.problems_error(sweep_dir, t.damaged))
-    df, _, _ = files.dedupe(t.frame.drop(columns="file"))
+        raise GrokrayError(reader.problems_error(sweep_dir, t.damaged))
+    df, _, _ = reader.dedupe(t.frame.drop(columns="file"))
     if df.empty:
         return df
     df = df.copy()
@@ -355,10 +219,10 @@ def _read_trials(sweep_dir: str) -> pd.DataFrame:
 
 
 def _snapshot_index(sweep_dir: str) -> pd.DataFrame:
-    t = files.read_dir(sweep_dir, SNAPSHOTS, columns=["config_hash", "seed", "run_id", "step"],
+    t = reader.read_dir(sweep_dir, SNAPSHOTS, columns=["config_hash", "seed", "run_id", "step"],
                        required=("config_hash", "seed", "step"))
     if t.damaged:
-        raise GrokrayError(files.problems_error(sweep_dir, t.damaged))
+        raise GrokrayError(reader.problems_error(sweep_dir, t.damaged))
     df = t.frame.drop_duplicates()  # one row per (config, seed, run, step, file)
     if len(df):
         df = df.assign(seed=pd.to_numeric(df["seed"]).astype("int64"),
@@ -367,11 +231,11 @@ def _snapshot_index(sweep_dir: str) -> pd.DataFrame:
 
 
 def _done(sweep_dir: str, metric: str, version: int) -> set[tuple[str, int, str, int]]:
-    t = files.read_dir(sweep_dir, f"{RECOMPUTED}/{metric}",
+    t = reader.read_dir(sweep_dir, f"{RECOMPUTED}/{metric}",
                        columns=list(RECOMPUTED_REQUIRED_COLUMNS),
                        required=RECOMPUTED_REQUIRED_COLUMNS)
     if t.damaged:
-        raise GrokrayError(files.problems_error(sweep_dir, t.damaged))
+        raise GrokrayError(reader.problems_error(sweep_dir, t.damaged))
     df = t.frame
     df = df[pd.to_numeric(df["metric_version"]) == version]
     return set(zip(df["config_hash"], df["seed"].astype(int), df["run_id"],
@@ -380,8 +244,9 @@ def _done(sweep_dir: str, metric: str, version: int) -> set[tuple[str, int, str,
 
 def _plan(dirs: list[str], metrics: list[Any], filters: list[Filter], skip_missing: bool,
           summary: Summary) -> list[_Job]:
-    from grokray.models.registry import get_family
-
+    """The jobs computing `metrics` over the trials of `dirs` that `filters` select: the seeds
+    with snapshots (GrokrayError naming those without, unless `skip_missing`, or when none has
+    any); what is skipped goes to `summary`."""
     trials = pd.concat([_read_trials(d) for d in dirs], ignore_index=True, sort=False)
     if trials.empty:
         raise GrokrayError(f"no trials rows in {', '.join(dirs)}")
@@ -425,6 +290,14 @@ def _plan(dirs: list[str], metrics: list[Any], filters: list[Filter], skip_missi
     summary.skipped = {"no snapshots": len(missing),
                        "family keeps no model snapshots": skipped_model,
                        "failed without snapshots": skipped_failed}
+    return _jobs(chosen, has, index, metrics, summary)
+
+
+def _jobs(chosen: list[dict[str, Any]], has: dict[tuple[str, str, int, str], list[int]],
+          index: dict[str, pd.DataFrame], metrics: list[Any], summary: Summary) -> list[_Job]:
+    """One job per config of the `chosen` trials rows, with the (metric, seed, step) values
+    not on disk at the metric's version (`has`: the snapshot steps of each trial run)."""
+    dirs = list(index)
     done = {(d, m.name): _done(d, m.name, m.version) for d in dirs for m in metrics}
     snap_files: dict[tuple[str, str], list[str]] = {}
     for d, ix in index.items():
@@ -471,16 +344,6 @@ class _Progress:
 
     def __enter__(self) -> _Progress:
         if self.live and self.total:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
             self._bar = Progress(TextColumn("recompute"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("values"), TimeElapsedColumn(),
                                  TimeRemainingColumn(), TextColumn("{task.description}"),
@@ -507,8 +370,6 @@ class _Progress:
             self._bar.update(self._task, advance=n, description=what)
 
     def job_done(self, job: _Job, wall: float) -> None:
-        from grokray.sweep.progress import fmt_seconds
-
         self.jobs_done += 1
         if self._bar is not None:
             return
@@ -520,8 +381,6 @@ class _Progress:
 
 
 def _value(metric: str, col: str, v: Any) -> float:
-    import torch
-
     if isinstance(v, torch.Tensor):
         if v.numel() != 1:
             raise GrokrayError(f"metric {metric!r} returned {col!r} of shape "
@@ -538,11 +397,8 @@ def _run_job(job: _Job, metrics: list[Any], recompute_id: str, progress: _Progre
              tasks: dict) -> dict[str, list[dict[str, Any]]]:
     """Compute `job`; returns the rows by metric. Interrupted (KeyboardInterrupt, or a metric
     that fails: GrokrayError), the exception carries the rows finished so far as `.rows`."""
-    from grokray.config import TrialConfig
-    from grokray.trial import error_line
-
     cfg = TrialConfig.from_dict(json.loads(job.config_json))
-    loc = files.Location.of(job.sweep_dir)
+    loc = reader.Location.of(job.sweep_dir)
     want = [c for c in SNAPSHOT_COLUMNS if c not in ("schema_version", "sweep", "shape")]
     frames = [loc.read_table(loc.join(SNAPSHOTS, f), [*want, "shape"]) for f in job.files]
     snaps = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=want)
@@ -556,7 +412,7 @@ def _run_job(job: _Job, metrics: list[Any], recompute_id: str, progress: _Progre
             if not wanted:
                 continue
             mine = snaps[(snaps["seed"] == seed) & (snaps["run_id"] == run_id)]
-            data = _Seed(cfg, job.config_hash, seed, run_id, job.sweep, mine, tasks)
+            data = SeedSnapshots(cfg, job.config_hash, seed, run_id, job.sweep, mine, tasks)
             for step in wanted:
                 snap = Snapshot(data, step)
                 for m in metrics:
@@ -583,8 +439,6 @@ def _run_job(job: _Job, metrics: list[Any], recompute_id: str, progress: _Progre
 
 def _write(job: _Job, metrics: list[Any], rows: dict[str, list[dict[str, Any]]],
            recompute_id: str) -> list[str]:
-    from grokray.sweep import store
-
     loc = store.Location.of(job.sweep_dir)
     written = []
     for m in metrics:
@@ -627,10 +481,6 @@ def recompute(out: str | os.PathLike, metrics: str | Iterable[str], *,
     `--where` strings or Filters. `progress`: True a bar, False a line per config, None a bar
     on a terminal; lines go to `stream` (stderr). Returns the Summary. GrokrayError (one line)
     on an unknown metric, a bad filter, no snapshots, a held lock, a failing metric."""
-    from grokray.metrics.registry import get_metric
-    from grokray.sweep import store
-    from grokray.sweep.lock import WriterLock
-
     t0 = time.monotonic()
     out = os.fspath(out)
     names = [metrics] if isinstance(metrics, str) else list(dict.fromkeys(metrics))

@@ -1,18 +1,19 @@
-"""The one Parquet reader and writer location: local paths and URLs alike.
+"""The one reader of a results dir's Parquet files, and where they live: local paths and URLs
+alike (the writer's rules, atomic writes, the done-manifest and repair, are grokray.sweep.store).
 
 `Location` is a directory on a pyarrow filesystem (local disk, or any URL pyarrow opens: s3://,
 gs://, hdfs://). `read_dir` reads every result file of a table directory (`trials/` or `curves/`)
 and never stops at a damaged one: each unreadable, foreign or too-new file comes back as a
 `Damage` naming it and how to repair it, and the caller decides (status and analyze report them
 all and exit 2). Both `grokray.sweep.store` and `grokray_analysis.load` read through here; every
-column
-name and status they check comes from `grokray.schema`.
+column name and status they check comes from `grokray.schema`.
 
 No torch, no Ray: `analysis/` imports this module.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,13 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from grokray.schema import SCHEMA_VERSION
+from grokray.schema import (
+    METRIC_PREFIX,
+    RECOMPUTED,
+    RECOMPUTED_KEY_COLUMNS,
+    RECOMPUTED_REQUIRED_COLUMNS,
+    SCHEMA_VERSION,
+)
 
 QUARANTINE = "quarantine"
 TMP_PREFIX = ".tmp-"
@@ -174,8 +181,6 @@ def read_dir(out_dir: str | os.PathLike | Location, sub: str, *,
 def read_plan(out_dir: str | os.PathLike) -> dict[str, Any] | None:
     """The plan of a sweep dir's last run (sweep, spec, run_id, config_hashes, seeds), or None
     when it has none."""
-    import json
-
     loc = Location.of(out_dir)
     if not loc.exists(PLAN):
         return None
@@ -266,8 +271,6 @@ def summary(damaged: list[Damage]) -> list[dict[str, Any]]:
 
 def recomputed_metrics(out_dir: str | os.PathLike | Location) -> list[str]:
     """The metrics with a directory under `recomputed/` (`grokray recompute`), sorted."""
-    from grokray.schema import RECOMPUTED
-
     loc = out_dir if isinstance(out_dir, Location) else Location.of(out_dir)
     return loc.subdirs(RECOMPUTED)
 
@@ -277,8 +280,6 @@ def read_recomputed(out_dir: str | os.PathLike | Location, *,
                     ) -> tuple[dict[str, pd.DataFrame], list[Damage]]:
     """Every recomputed table of `out_dir`, by metric (rows of every version and run; a `file`
     column names each row's file), and the files that could not be read."""
-    from grokray.schema import RECOMPUTED, RECOMPUTED_REQUIRED_COLUMNS
-
     loc = out_dir if isinstance(out_dir, Location) else Location.of(out_dir)
     out: dict[str, pd.DataFrame] = {}
     damaged: list[Damage] = []
@@ -292,8 +293,6 @@ def read_recomputed(out_dir: str | os.PathLike | Location, *,
 
 def recomputed_values(df: pd.DataFrame) -> list[str]:
     """The value columns of a recomputed table (named as curve columns)."""
-    from grokray.schema import RECOMPUTED_KEY_COLUMNS
-
     return [c for c in df.columns if c not in RECOMPUTED_KEY_COLUMNS and c != "file"]
 
 
@@ -355,8 +354,6 @@ def fill_trial_metrics(trials: pd.DataFrame, current: dict[str, pd.DataFrame]) -
     table has none: the last finite value of the seed's curve, as the trainer summarizes an
     online metric (grokray.metrics.mechanism.summarize; the last snapshot is the seed's end).
     Other value columns (`loss_assoc`) have no trials column online and get none here."""
-    from grokray.schema import METRIC_PREFIX
-
     if trials.empty or not current:
         return trials
     key = ["config_hash", "seed", "run_id"]
