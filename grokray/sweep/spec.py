@@ -48,9 +48,9 @@ from typing import Any
 from grokray import yamlsafe
 from grokray.config import SECTIONS, TrialConfig, get_key, misread_problems, text_field, valid_keys
 from grokray.errors import ConfigError, GrokrayError, SpecError
-from grokray.reader import join_uri
 from grokray.groups import parse as parse_group
 from grokray.models.registry import families
+from grokray.reader import join_uri
 from grokray.sweep.search import (
     DISTRIBUTIONS,
     SEARCH_KEYS,
