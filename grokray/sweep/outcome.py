@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from grokray.config import TrialConfig
+from grokray.pack import run_pack
+from grokray.trial import run_trial
 
 TrialFn = Callable[[TrialConfig], Any]
 
@@ -40,8 +42,6 @@ class Outcome:
 
 def default_trial_fn() -> TrialFn:
     """`grokray.trainer.run_trial`."""
-    from grokray.trial import run_trial
-
     return run_trial
 
 
@@ -61,8 +61,6 @@ def execute_pack(configs: Sequence[TrialConfig]) -> list[Outcome]:
     """Run configs of one shape as one pack (`grokray.pack.run_pack`): one Outcome per config.
     Each gets the pack's wall time and its share of the pack's CPU time by the seed-steps it
     ran (so that the CPU times of a sweep still add up); an exception fails every config."""
-    from grokray.pack import run_pack
-
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         results = run_pack(configs)

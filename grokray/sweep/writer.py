@@ -37,7 +37,7 @@ class Writer:
 
     The Parquet writes run on one writer thread, in the order the trials finished, so that Ray
     Tune's event loop (which calls `finished` from its callbacks) goes on scheduling trials while
-    a batch of results is written (at 0.03-0.1 s per trial, the writes had held each finished
+    the results are written (at 0.03-0.1 s per trial, the writes had held each finished
     slot idle). `close` waits for every queued write (`run_plan` calls it, also on an
     interrupt, so a result that came back is on disk before the command exits) and raises the
     first write error, if any; so does the next `finished` after a failed write."""
