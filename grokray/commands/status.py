@@ -162,6 +162,9 @@ def repair(sweep_dir: str) -> int:
 
     with WriterLock(sweep_dir, f"grokray status --repair {sweep_dir}"):
         done = store.repair_damaged(sweep_dir)
+        from grokray.sweep.checkpoints import repair as repair_checkpoints  # as `store` above
+
+        done.update({k: [str(v)] for k, v in repair_checkpoints(sweep_dir).items()})
     for path in done["damaged"]:
         print(f"moved damaged file to {path}")
     for path in done["missing_curves"]:

@@ -9,7 +9,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import signal
 import sys
 from collections.abc import Iterator
 
@@ -313,6 +312,8 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     logs = ""
     deadline = slurm_deadline()  # in a Slurm job: only trials that can end before its limit
     later: list = []
+    # a graceful stop (SIGTERM): running trials checkpoint while Ray still runs them
+    signals.on_term = lambda: _ask_checkpoints(deadline)
     try:
         with signals, session or contextlib.nullcontext():
             signals.install()  # after Ray's start, which sets handlers of its own
@@ -322,10 +323,6 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
                 else:
                     later = deadline.run(plan, lambda part: run_sweep(
                         part, writer, session, pack_setting(args)), session)
-            except KeyboardInterrupt:
-                if signals.received == signal.SIGTERM:  # a graceful stop: running trials
-                    _ask_checkpoints(deadline)          # checkpoint while Ray still runs
-                raise
             finally:
                 if session is not None:  # asked while still connected: Ray's temp dir
                     logs = session.logs_dir()

@@ -68,6 +68,9 @@ class RaySession:
         self.started_ray = False
         """this session started the Ray it runs on (and stops it on leaving)"""
         self.warm = WarmWorkers()
+        self.checkpoints = None
+        """the driver's checkpoint channel on this Ray (grokray.sweep.checkpoint_box.RayChannel;
+        made by the first sweep that runs)"""
 
     @property
     def joined(self) -> bool:
