@@ -16,9 +16,11 @@ from the newest state and every delta up to it, and only the newest state is kep
 written twice: a delta holds only what is new since the one before it.
 
 Modules: `format` (the bytes of one file: an npz archive, whose zip CRCs catch damage, with a
-JSON header), `capture` (the trainer's state to a checkpoint and back), `hook` (how the trainer
-talks to whoever stores checkpoints: `Hook`). Where checkpoints are stored, and the Ray edge
-that carries them to the sweep's driver, is grokray/sweep/checkpoints.py. No Ray here.
+JSON header), `restore` (a chain read back into what a trial resumes from), `hook` (how the
+trainer talks to whoever stores checkpoints: `Hook`), `memory` (checkpoints held in memory). The
+trainer's side, its state to a checkpoint, is grokray/trainer/checkpoints.py; where checkpoints
+are stored, and the Ray edge that carries them to the sweep's driver, grokray/sweep/checkpoints.py
+and checkpoint_box.py. No Ray here.
 """
 
 from __future__ import annotations

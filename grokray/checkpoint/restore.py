@@ -1,6 +1,6 @@
 """A chain of checkpoint files read back into what a trial resumes from (`restore`): the seeds
 that had finished (outcome, curve rows, snapshots) and, for each seed still training, its rows,
-snapshots, parameters and training state (names as grokray/checkpoint/capture.py writes them).
+snapshots, parameters and training state (names as grokray/trainer/checkpoints.py writes them).
 Read on the worker (grokray.trial.TrialRun); the driver checks a chain whole (`check_chain`)
 before it hands it out."""
 

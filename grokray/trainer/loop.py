@@ -8,8 +8,8 @@ import time
 
 import torch
 
-from grokray.checkpoint.capture import Checkpointer
 from grokray.errors import GrokrayError, error_line
+from grokray.trainer.checkpoints import Checkpointer
 from grokray.trainer.evaluate import Evaluator, summarize
 from grokray.trainer.resume import replay, restore
 from grokray.trainer.snapshot_hooks import SnapshotHooks
