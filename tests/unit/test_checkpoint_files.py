@@ -183,3 +183,32 @@ def test_sigterm_runs_on_term_before_interrupting():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(5)
     assert calls == [signal.SIGTERM]  # Ctrl-C asks nothing
+
+
+def test_continued_run_cut_short_resumes_and_equals_a_run_never_cut(tmp_path):
+    """A run continued from a smaller budget (grokray.sweep.continuing), cut short and resumed
+    from its checkpoint, gives the rows of a run at the larger budget from step 0."""
+    def spec(out, steps):
+        p = tmp_path / f"ck{steps}.yaml"
+        p.write_text(SPEC.format(out=out).replace("steps: 120", f"steps: {steps}"))
+        return load_spec(str(p))
+
+    out = tmp_path / "out"
+    run_plan(make_plan(spec(out, 60)), LocalExecutor())
+    s120 = spec(out, 120)
+    plan = _cut(s120, [37, 37])
+    assert all(c.resume.step == 60 for c in plan.todo)  # continued from 60, lost at 97
+    run_plan(make_plan(s120), LocalExecutor())
+    t = pd.concat(pd.read_parquet(p) for p in (out / "ck" / "trials").glob("*.parquet"))
+    t = t[t["steps"] == 120]
+    assert set(t["checkpoint_step"]) == {85} and set(t["continued_from_step"]) == {60}
+    ref_out = tmp_path / "ref"
+    run_plan(make_plan(spec(ref_out, 120)), LocalExecutor())
+    drop = ["continued_from", "continued_from_step"]
+    t1, c1 = _tables(out / "ck")
+    t1 = t1[t1["steps"] == 120].reset_index(drop=True)
+    c1 = c1[c1["config_hash"].isin(set(t1["config_hash"]))].reset_index(drop=True)
+    t0, c0 = _tables(ref_out / "ck")
+    pd.testing.assert_frame_equal(t1.drop(columns=drop), t0.drop(columns=drop),
+                                  check_exact=False, rtol=1e-12, atol=1e-12)
+    pd.testing.assert_frame_equal(c1, c0, check_exact=False, rtol=1e-12, atol=1e-12)
