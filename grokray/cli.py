@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 
+from grokray import __version__
 from grokray.errors import GrokrayError, SpecError
 
 # subcommand name -> module that implements it
@@ -31,8 +32,6 @@ COMMANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from grokray import __version__
-
     parser = argparse.ArgumentParser(
         prog="grokray",
         description="Distributed sweeps for grokking research (FORGE, geometric bias, RFM).",

@@ -198,7 +198,7 @@ MODEL_AUTO: dict[str, int] = {"d": 32, "rank": 256}
 FORGE's rule (grokray.models.forge.auto_shape)"""
 
 # fields that change no number: excluded from config_hash (seeds are the row identity instead)
-NON_IDENTITY = ("seeds", "label")
+NON_IDENTITY = ("seeds", "label", "checkpoint_every")
 
 SCHEDULE_READS: dict[str, tuple[str, ...]] = {
     "fixed": ("eval_every",),
@@ -250,6 +250,10 @@ class TrialConfig:
     """float32 or float64"""
     label: str | None = None
     """arm label for analysis (default: arch, plus +grokfast); does not change numbers"""
+    checkpoint_every: float = at_least(600.0, 0.0)
+    """seconds of trial time between a sweep trial's checkpoints (grokray/checkpoint/: what a
+    trial cut short resumes from); 0: none. Not part of the trial's identity: it changes no
+    number"""
     model: ModelConfig = field(default_factory=ModelConfig)
     """shared neural-model shape"""
     optim: OptimConfig = field(default_factory=OptimConfig)

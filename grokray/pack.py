@@ -29,7 +29,7 @@ from grokray.models.registry import get_family
 from grokray.result import TrialResult
 from grokray.tasks import canonical_names
 from grokray.trial import pack_trainer_of, run_trial, start_run
-from grokray.trialrun import ProgressFn
+from grokray.trialrun import ProgressFn, TrialRun
 
 PER_MEMBER = (
     "steps", "seeds", "data_seed", "label",
@@ -67,9 +67,12 @@ def _composes(cfg: TrialConfig) -> bool:
 
 
 def run_pack(configs: Sequence[TrialConfig],
-             progress: Sequence[ProgressFn | None] | None = None) -> list[TrialResult]:
+             progress: Sequence[ProgressFn | None] | None = None,
+             checkpoints: Any = None) -> list[TrialResult]:
     """One TrialResult per config, in order, each as `run_trial(config)` gives it: configs of
     one `pack_key` train as one stack (a family without packing runs them one at a time).
+    With `checkpoints` (grokray.checkpoint.Hook) each config resumes from its newest checkpoint
+    and keeps new ones; configs whose checkpoints are at different steps train one at a time.
 
     A user's mistake (GrokrayError) is raised; any other exception fails the seeds that have no
     outcome yet, in every config of the pack. Raises ValueError when the keys differ."""
@@ -77,17 +80,31 @@ def run_pack(configs: Sequence[TrialConfig],
     progress = list(progress) if progress is not None else [None] * len(configs)
     keys = {pack_key(c) for c in configs}
     if None in keys or len(configs) == 1:
-        return [run_trial(c, p) for c, p in zip(configs, progress, strict=True)]
+        return [run_trial(c, p, checkpoints) for c, p in zip(configs, progress, strict=True)]
     if len(keys) != 1:
         raise ValueError("run_pack: configs of different shapes (pack_key) do not pack")
-    runs = [start_run(c, p) for c, p in zip(configs, progress, strict=True)]
+    runs = [start_run(c, p, checkpoints) for c, p in zip(configs, progress, strict=True)]
     pack = pack_trainer_of(runs[0].family)
     assert pack is not None
+    starts = {_start(r) for r in runs if r.seeds}
+    stacks = [runs] if len(starts) <= 1 else [[r] for r in runs]
     try:
-        pack(runs)
-    except GrokrayError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a failed trial is a result, not a crash
+        for stack in stacks:
+            try:
+                pack(stack)
+            except GrokrayError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a failed trial is a result, not a crash
+                for run in stack:
+                    run.fail_rest(error_line(exc))
+    finally:
         for run in runs:
-            run.fail_rest(error_line(exc))
+            if run.checkpoints is not None:
+                run.checkpoints.done(run.cfg.config_hash())
     return [run.result() for run in runs]
+
+
+def _start(run: TrialRun) -> tuple[int, bool]:
+    """Where a trial's training starts: (step, whether that step's eval was taken)."""
+    res = run.resumed
+    return (0, False) if res is None else (res.step, res.evaluated)

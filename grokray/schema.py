@@ -28,8 +28,8 @@ fields the arch reads); 2: the same, by whole sections (the shared `model` secti
 current identity from config_json (docs/sweeps.md). A version grows by optional columns without
 a bump (readers treat a missing optional column as absent): curves gained `weight_norm` and
 `weight_norm_<group>`, trials `grok_step_lo`, `eval_schedule`, `evals_per_decade`,
-`continued_from` and `continued_from_step`; snapshots rows `state/<name>` (training state in
-an end snapshot, grokray.optim.state)."""
+`continued_from`, `continued_from_step`, `checkpoint_step` and `checkpoint_every`; snapshots rows
+`state/<name>` (training state in an end snapshot, grokray.optim.state)."""
 IDENTITY_VERSION = 3
 """the oldest version whose config_hash is today's identity (older rows are re-identified)"""
 
@@ -52,16 +52,19 @@ PROVENANCE_COLUMNS = [
     "grokray_version", "git_commit", "torch_version", "ray_version", "python_version",
     "device", "hostname", "ray_node_id", "cuda_visible_devices", "started_at", "finished_at",
 ]
-OPTIONAL_OUTCOME_COLUMNS = ["grok_step_lo", "continued_from", "continued_from_step"]
+OPTIONAL_OUTCOME_COLUMNS = ["grok_step_lo", "continued_from", "continued_from_step",
+                            "checkpoint_step"]
 """outcome columns older files lack: `grok_step_lo`, the eval before `grok_step` (the grok
 happened in (grok_step_lo, grok_step]; null when censored or grokked at the first eval);
 `continued_from` and `continued_from_step`, the config_hash of the smaller-budget run a row was
 continued from and the step it picked up from (null: trained from step 0; grokray.sweep.continuing:
-the steps trained for this row are steps_run - continued_from_step)"""
+the steps trained for this row are steps_run - continued_from_step); `checkpoint_step`, the
+step of the checkpoint the run that wrote the row resumed from (null: a run never cut short;
+grokray.checkpoint)"""
 EXTRA_CONFIG_COLUMNS = ["group_order", "arm"]
 CONFIG_JSON_COLUMN = "config_json"
 NULLABLE_INT_COLUMNS = ["grok_step", "grok_step_lo", "memorize_step", "ungrok_step",
-                        "continued_from_step"]
+                        "continued_from_step", "checkpoint_step"]
 
 CURVE_KEY_COLUMNS = [
     "schema_version", "sweep", "run_id", "config_hash", "seed", "group", "arch", "arm", "step",
@@ -154,6 +157,7 @@ def trial_frame(result: TrialResult, sweep: str, run_id: str) -> pd.DataFrame:
             "final_val_loss": _f(s.final.get("final_val_loss")),
             "n_params": int(result.n_params), "wall_s": float(result.wall_s),
             "continued_from": s.continued_from, "continued_from_step": s.continued_from_step,
+            "checkpoint_step": s.checkpoint_step,
         })
         for name, v in sorted(s.metrics.items()):
             row[f"{METRIC_PREFIX}{name}"] = _f(v)

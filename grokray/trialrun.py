@@ -88,6 +88,12 @@ class TrialRun:
         """what the seeds continue from (grokray.trainer.resume.Resumed; None: trained from
         step 0)"""
         self.copied_snapshots: list[dict] = []
+        self.checkpoints: Any = None
+        """where this trial keeps its checkpoints (grokray.checkpoint.Hook; None: nowhere)"""
+        self.checkpoint_step: int | None = None
+        """the step of the checkpoint this run resumed from (None: trained from its start)"""
+        self.chain_start = 0
+        """the step the chain of that checkpoint began at"""
 
     def continue_from(self, resumed: Any) -> None:  # noqa: ANN401 - trainer.resume.Resumed
         """Take what the seeds continue from (`resumed`, read back by
@@ -119,11 +125,16 @@ class TrialRun:
         curves = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(CURVE_COLUMNS))
         if self.resumed is not None and rows:
             curves = curves.sort_values(["seed", "step"], kind="stable").reset_index(drop=True)
+        snapshots = self.copied_snapshots + self.snapshots
+        if self.checkpoint_step is not None:
+            for o in self.outcome.values():
+                o.checkpoint_step = self.checkpoint_step
+            snapshots = sorted(snapshots, key=lambda r: (r["seed"], r["step"]))
         return TrialResult(
             config=self.cfg, n_params=int(self.n_params), device=str(self.device),
             wall_s=time.perf_counter() - self.t0, started_at=self.started_at,
             finished_at=datetime.now(timezone.utc),
             seeds=[self.outcome[s] for s in self.cfg.seeds], curves=curves,
-            group_order=int(self.task.n_in), snapshots=self.copied_snapshots + self.snapshots,
+            group_order=int(self.task.n_in), snapshots=snapshots,
             cuda_visible_devices=self.visible, hostname=socket.gethostname(),
         )

@@ -13,7 +13,14 @@ import json
 import shlex
 import sys
 
+from rich.console import Console
+from rich.table import Table
+
+from grokray.cprank.bounds import bounds, matmul_rank
+from grokray.cprank.faithful import smallest_faithful
+from grokray.cprank.search import SearchResult, mult_tensor, search
 from grokray.errors import ConfigError
+from grokray.groups import get_group
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -60,11 +67,8 @@ def _check(args: argparse.Namespace) -> None:
 
 def main(args: argparse.Namespace) -> int:
     _check(args)
-    from grokray.cprank.bounds import bounds, matmul_rank
-    from grokray.cprank.faithful import smallest_faithful
-    from grokray.cprank.search import SearchResult, mult_tensor, search
+    # lazy: loads pandas, kept out of `grokray --help`
     from grokray.cprank.store import save
-    from grokray.groups import get_group
 
     G = get_group(args.group)
     if G.order > 120:
@@ -122,9 +126,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _print(info: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     con = Console()
     n, k = info["order"], info["num_classes"]
     con.print(f"[bold]{info['group']}[/bold]: order {n}, {k} irreps of degrees "

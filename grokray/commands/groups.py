@@ -6,6 +6,12 @@ import argparse
 import json
 import math
 
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from grokray.groups import FAMILIES, GRAMMAR, get_group
+
 # without --all: --json holds the characters up to MAX_JSON classes; the printed table shows at
 # most MAX_COLS classes (columns) and MAX_ROWS irreps, the size and degree lists MAX_ROWS values
 MAX_JSON = 100
@@ -32,8 +38,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from grokray.groups import get_group
-
     if not args.name:
         return _list_families(args.json)
     G = get_group(args.name)
@@ -70,8 +74,6 @@ def describe(G, full: bool = False) -> dict:
 
 def class_orders(G) -> list[int]:
     """Element order of each class representative."""
-    import numpy as np
-
     T = G.table.numpy()
     reps = np.asarray(G.class_reps)
     order = np.zeros(len(reps), dtype=np.int64)
@@ -133,10 +135,6 @@ def _class_names(orders: list[int]) -> list[str]:
 
 
 def _print_group(G, info: dict, full: bool = False) -> None:
-    import numpy as np
-    from rich.console import Console
-    from rich.table import Table
-
     console = Console()
     k = info["num_classes"]
     kind = "abelian" if G.is_abelian else "non-abelian"
@@ -176,8 +174,6 @@ def _join(values: list[int]) -> str:
 
 
 def _list_families(as_json: bool) -> int:
-    from grokray.groups import FAMILIES, GRAMMAR
-
     if as_json:
         fams = [
             {"family": f.key, "description": f.title, "examples": list(f.examples)}
@@ -185,8 +181,6 @@ def _list_families(as_json: bool) -> int:
         ]
         print(json.dumps({"grammar": GRAMMAR, "families": fams}))
         return 0
-    from rich.console import Console
-    from rich.table import Table
 
     table = Table(title="group families (names are case-insensitive)")
     table.add_column("family")

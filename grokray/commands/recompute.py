@@ -11,7 +11,12 @@ without snapshots: one line, exit 2.
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
+import os
 import sys
+
+from grokray.errors import GrokrayError, error_line
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -47,11 +52,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def import_metrics(items: list[str] | None) -> None:
     """Import each file or module (GrokrayError, one line, when it fails)."""
-    import importlib
-    import importlib.util
-    import os
-
-    from grokray.errors import GrokrayError, error_line
 
     for item in items or ():
         try:
@@ -72,6 +72,7 @@ def import_metrics(items: list[str] | None) -> None:
 
 
 def list_metrics() -> str:
+    # lazy: loads pandas, kept out of `grokray --help`
     from grokray.metrics.registry import metrics
 
     lines = []
@@ -82,8 +83,6 @@ def list_metrics() -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from grokray.errors import GrokrayError
-
     import_metrics(args.imports)
     if args.list:
         print(list_metrics())
@@ -93,6 +92,7 @@ def main(args: argparse.Namespace) -> int:
                            "OUT --metric NAME)")
     if not args.metric:
         raise GrokrayError("give --metric NAME; `grokray recompute --list` lists them")
+    # lazy: loads pandas, kept out of `grokray --help`
     from grokray.sweep.recompute import parse_where, recompute
 
     cmd = "grokray recompute " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""

@@ -21,12 +21,27 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import json
+import os
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from grokray.commands.sweep import add_pack_argument, pack_setting
+from grokray import shipped
+from grokray.commands.sweep import (
+    add_pack_argument,
+    command_line,
+    describe,
+    pack_setting,
+    run_sweep,
+    sweep_lock,
+    sweep_writer,
+)
+from grokray.errors import GrokrayError
+from grokray.sweep.interrupt import on_signals
 
 SCALES = ("cpu", "paper")
 """the ledger's scales (grokray_analysis.ledger.claims.SCALES, whose spec dirs they name)"""
@@ -67,6 +82,7 @@ def ledger_specs(scale: str) -> list[str]:
     """Spec paths (under sweeps/, as the claims name them; grokray.shipped.path_of finds the
     file) of the ledger's sweeps at `scale`, in claim order: the `spec` of each claim of
     analysis/ledger/claims.yaml at that scale."""
+    # lazy: loads pandas, kept out of `grokray --help`
     from grokray_analysis.ledger import CLAIMS
 
     return list(dict.fromkeys(c.at(scale).spec for c in CLAIMS if c.at(scale).spec))
@@ -75,6 +91,7 @@ def ledger_specs(scale: str) -> list[str]:
 def model_estimates(specs: list[Any], n_cpus: int | None = None) -> list[Any]:  # noqa: ANN401
     """The cost model's estimate (grokray.cost.sweep.SweepCost) of what each sweep has left, in
     one Ray session: only the first pays the session's start."""
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.cost.sweep import START_S, estimate_plan
     from grokray.sweep.plan import make_plan
 
@@ -92,8 +109,6 @@ def model_record(c: Any) -> dict[str, Any]:  # noqa: ANN401 - SweepCost
 
 
 def load_avg() -> str:
-    import os
-
     try:
         return " ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
@@ -113,6 +128,7 @@ class LedgerProgress:
         self.k, self.name = k, name
 
     def line(self) -> str:
+        # lazy: loads torch, kept out of `grokray --help`
         from grokray.sweep.progress import fmt_seconds
 
         left = sum(e.wall_s_expected for e in self.estimates[self.k:])  # the sweeps after it
@@ -122,9 +138,7 @@ class LedgerProgress:
 
 
 def main(args: argparse.Namespace) -> int:
-    import dataclasses
-
-    from grokray.errors import GrokrayError
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep.spec import load_spec
 
     if args.local and args.address:
@@ -142,6 +156,7 @@ def main(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(specs, args.num_cpus)
 
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep import store
 
     for spec in specs:  # the output location, before any work (one line, exit 2)
@@ -149,7 +164,7 @@ def main(args: argparse.Namespace) -> int:
     progress = LedgerProgress(len(specs), model_estimates(specs, args.num_cpus))
     timings: list[dict[str, Any]] = []
     stopped, code = "", 0
-    from grokray.sweep.interrupt import on_signals
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep.session import RaySession
 
     signals = on_signals()
@@ -174,9 +189,7 @@ def _run_sweep(spec: Any, session: Any, args: argparse.Namespace,  # noqa: ANN40
                progress: LedgerProgress) -> dict[str, Any] | None:
     """Run one sweep's missing trials under its writer lock; its timing record (None when it
     had nothing to run)."""
-    from datetime import datetime, timezone
-
-    from grokray.commands.sweep import command_line, describe, run_sweep, sweep_lock, sweep_writer
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep.plan import make_plan
 
     with sweep_lock(spec.sweep_dir, command_line("reproduce")):
@@ -211,16 +224,12 @@ def _run_sweep(spec: Any, session: Any, args: argparse.Namespace,  # noqa: ANN40
 
 def _spec_file(rel: str) -> str:
     """A ledger spec's file: the shipped one its claims name, else `rel` itself as a path."""
-    from grokray import shipped
-
     entry = shipped.find(rel)
     return str(entry.path) if entry is not None else rel
 
 
 def _spec_name(path: str) -> str:
     """A shipped spec as the claims name it (sweeps/cpu/scaling.yaml), another as given."""
-    from grokray import shipped
-
     root = shipped.root().resolve()
     p = Path(path).resolve()
     return f"{shipped.FOLDER}/{p.relative_to(root).as_posix()}" if p.is_relative_to(root) \
@@ -236,8 +245,6 @@ def _record(rec: dict[str, Any], writer: Any, wall: float, *, interrupted: bool)
 
 
 def _append_times(out: str, rec: dict[str, Any]) -> None:
-    import json
-
     p = Path(out) / TIMES
     try:
         old = json.loads(p.read_text()) if p.exists() else []
@@ -249,7 +256,7 @@ def _append_times(out: str, rec: dict[str, Any]) -> None:
 
 
 def _dry_run(specs: list[Any], n_cpus: int | None) -> int:  # noqa: ANN401
-    from grokray.commands.sweep import describe
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.cost.sweep import cost_text
     from grokray.sweep.plan import make_plan
 
@@ -266,6 +273,7 @@ def _dry_run(specs: list[Any], n_cpus: int | None) -> int:  # noqa: ANN401
 
 def _finish(args: argparse.Namespace, timings: list[dict[str, Any]], stopped: str,
             code: int) -> int:
+    # lazy: loads pandas, kept out of `grokray --help`
     from grokray_analysis.ledger import ledger, ledger_table, write_ledger
     from grokray_analysis.tables import render
 

@@ -14,7 +14,14 @@ import shlex
 import sys
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from grokray import shipped
 from grokray.errors import ConfigError
+from grokray.sweep.lock import WriterLock
+from grokray.tasks import make_task
 
 
 def add_parser(subparsers: Any) -> None:
@@ -49,7 +56,7 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 def build_config(args: argparse.Namespace):
     """The TrialConfig from the YAML file, the --set overrides and --seeds."""
-    from grokray import shipped
+    # lazy: loads torch, kept out of `grokray --help`
     from grokray.config import TrialConfig, load_yaml
 
     cfg = load_yaml(shipped.resolve(args.config, shipped.RUN)) if args.config else TrialConfig()
@@ -63,6 +70,7 @@ def build_config(args: argparse.Namespace):
 
 def reproduce_command(cfg) -> str:
     """`grokray run --set ...` naming every field that differs from the defaults."""
+    # lazy: loads torch, kept out of `grokray --help`
     from grokray.config import TrialConfig
 
     default, now = TrialConfig().to_dict(), cfg.to_dict()
@@ -90,14 +98,13 @@ def _fmt(v: Any) -> str:
 def main(args: argparse.Namespace) -> int:
     cfg = build_config(args)
 
-    from grokray.tasks import make_task
 
     make_task(cfg.group, cfg.op)  # a bad group or op fails here, before the progress bar
     if not args.out:
         return _train_and_report(args, cfg)
     # an output that cannot be written, or that another grokray process is writing, fails
     # here, before any training; the lock is held until the result is written
-    from grokray.sweep.lock import WriterLock
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep.store import check_writable
 
     check_writable(args.out)
@@ -108,11 +115,10 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _train_and_report(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - TrialConfig
+    # lazy: loads torch, kept out of `grokray --help`
     import torch
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
 
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.trial import run_trial
 
     if args.threads:
@@ -154,6 +160,7 @@ def _train_and_report(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - T
         if r["error"]:
             err.print(f"seed {r['seed']}: {r['error']}")
     if args.out:
+        # lazy: loads torch and pandas, kept out of `grokray --help`
         from grokray.sweep.store import new_run_id, write_result
 
         path = write_result(result, args.out, sweep=args.sweep, run_id=new_run_id())

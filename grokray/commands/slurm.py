@@ -4,16 +4,22 @@ Slurm allocation, submit it, and say how to follow it (grokray/slurm/, docs/clus
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
+
+from grokray.commands.sweep import add_pack_argument, describe, pack_setting
+from grokray.errors import GrokrayError
+from grokray.slurm.costs import fit, fit_text
+from grokray.slurm.script import JobOptions, render
+from grokray.slurm.submit import sbatch_path, submit
+from grokray.slurm.timefmt import parse_time
 
 NODE_LOCAL = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 """paths that are each node's own on a cluster (a compute node does not see the login node's)"""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from grokray.commands.sweep import add_pack_argument
-
     p = subparsers.add_parser(
         "slurm",
         help="run a sweep on a Slurm allocation through Ray (writes and submits an sbatch "
@@ -54,8 +60,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _check_numbers(args: argparse.Namespace, time_s: int) -> None:
-    from grokray.errors import GrokrayError
-
     if args.nodes < 1:
         raise GrokrayError(f"--nodes {args.nodes}: at least 1")
     if args.gpus_per_node < 0:
@@ -85,12 +89,7 @@ def node_local(path: str) -> bool:
 
 
 def main(args: argparse.Namespace) -> int:
-    import dataclasses
-
-    from grokray.commands.sweep import pack_setting
-    from grokray.slurm.script import JobOptions, render
-    from grokray.slurm.submit import sbatch_path, submit
-    from grokray.slurm.timefmt import parse_time
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep import store
     from grokray.sweep.spec import load_spec
 
@@ -141,8 +140,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _dry_run(spec, opts, text: str) -> int:  # noqa: ANN001 - SweepSpec, JobOptions
-    from grokray.commands.sweep import describe
-    from grokray.slurm.costs import fit, fit_text
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep.plan import make_plan
 
     plan = make_plan(spec, build=False)

@@ -11,9 +11,17 @@ shipped file by its name.
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
+
+from grokray import shipped
+from grokray.cost import table as cost_table
+from grokray.cost.host import host_gflops
+from grokray.cost.model import has_model, trial_cost
+from grokray.errors import GrokrayError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -45,11 +53,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 def copy(name: str, dest: str, *, force: bool = False) -> int:
-    import shutil
-
-    from grokray import shipped
-    from grokray.errors import GrokrayError
-
     entry = shipped.find(name)
     if entry is None:
         raise GrokrayError(f"{name}: no shipped spec or run config of that name; valid: "
@@ -70,15 +73,11 @@ def copy(name: str, dest: str, *, force: bool = False) -> int:
 
 
 def list_specs(*, json_out: bool, n_cpus: int | None) -> int:
-    from grokray import shipped
-
     rows = [_row(e, n_cpus) for e in shipped.entries()]
     if json_out:
-        import json
 
         print(json.dumps(rows, indent=1))
         return 0
-    from grokray.cost.host import host_gflops
 
     rate, source = host_gflops()
     for kind, title, cmd in ((shipped.SWEEP, "sweep specs", "grokray sweep NAME"),
@@ -104,8 +103,6 @@ def _cost_text(r: dict[str, Any]) -> str:
 
 
 def _row(entry: Any, n_cpus: int | None) -> dict[str, Any]:  # noqa: ANN401 - Shipped
-    from grokray import shipped
-
     row = {"name": entry.name, "kind": entry.kind, "description": entry.description(),
            "path": str(entry.path)}
     if entry.kind == shipped.SWEEP:
@@ -122,8 +119,10 @@ def _row(entry: Any, n_cpus: int | None) -> dict[str, Any]:  # noqa: ANN401 - Sh
 
 def sweep_cost(path: Path, n_cpus: int | None = None) -> Any:  # noqa: ANN401 - SweepCost
     """The cost model's estimate of a whole sweep, as if none of it were on disk."""
+    # lazy: loads pandas, kept out of `grokray --help`
     import pandas as pd
 
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.cost.sweep import estimate_plan
     from grokray.sweep.plan import Plan
     from grokray.sweep.spec import load_spec
@@ -139,10 +138,8 @@ def sweep_cost(path: Path, n_cpus: int | None = None) -> Any:  # noqa: ANN401 - 
 def run_cost(path: Path) -> float | None:
     """The cost model's expected seconds of a run config's trial on this host (None: its
     family has no cost model)."""
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.config import load_yaml
-    from grokray.cost import table as cost_table
-    from grokray.cost.host import host_gflops
-    from grokray.cost.model import has_model, trial_cost
     from grokray.cost.steps import expected_steps
 
     cfg = load_yaml(str(path))

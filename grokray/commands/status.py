@@ -16,6 +16,9 @@ import json
 import os
 import sys
 
+from grokray.errors import GrokrayError, SchemaError
+from grokray.sweep.lock import WriterLock
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -37,10 +40,11 @@ def status_tables(sweep_dir: str) -> dict:
     """The numbers `grokray status` prints (a dict of plain values and DataFrames).
 
     Raises SchemaError naming every damaged file and every trial whose curves are missing."""
+    # lazy: loads pandas, kept out of `grokray --help`
     import pandas as pd
 
+    # lazy: loads pandas, kept out of `grokray --help`
     from grokray import reader
-    from grokray.errors import GrokrayError, SchemaError
     from grokray.schema import ID_COLUMNS, STATUSES
     from grokray.sweep import store
 
@@ -92,6 +96,7 @@ def status_tables(sweep_dir: str) -> dict:
 def arm_table(ok):  # noqa: ANN001, ANN201 - DataFrames (pandas imported lazily)
     """Seeds, grokked and grok rate per arm (the arch where rows carry no arm), indexed by the
     arm; `arch`: its architecture(s), shown beside an arm named otherwise."""
+    # lazy: loads pandas, kept out of `grokray --help`
     import pandas as pd
 
     key = "arm" if "arm" in ok and ok["arm"].notna().all() else "arch"
@@ -152,11 +157,14 @@ def status_json(s: dict) -> str:
 
 
 def repair(sweep_dir: str) -> int:
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep import store
-    from grokray.sweep.lock import WriterLock
 
     with WriterLock(sweep_dir, f"grokray status --repair {sweep_dir}"):
         done = store.repair_damaged(sweep_dir)
+        from grokray.sweep.checkpoints import repair as repair_checkpoints  # as `store` above
+
+        done.update({k: [str(v)] for k, v in repair_checkpoints(sweep_dir).items()})
     for path in done["damaged"]:
         print(f"moved damaged file to {path}")
     for path in done["missing_curves"]:

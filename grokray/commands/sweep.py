@@ -6,8 +6,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import json
+import os
 import sys
 from collections.abc import Iterator
+
+from grokray import shipped
+from grokray.commands.status import render_status
+from grokray.errors import GrokrayError
+from grokray.slurm import EXIT_MORE_TO_DO, EXIT_NO_PROGRESS
+from grokray.slurm.deadline import ask_checkpoints, from_env, progress
+from grokray.sweep.interrupt import on_signals
+from grokray.sweep.lock import WriterLock
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -58,7 +69,7 @@ def add_pack_argument(p: argparse.ArgumentParser) -> None:
 
 def pack_setting(args: argparse.Namespace) -> int | None:
     """`--pack` as configs per pack (1: off, None: auto); GrokrayError naming the valid values."""
-    from grokray.errors import GrokrayError
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep.executors.packing import parse_pack
 
     try:
@@ -70,8 +81,7 @@ def pack_setting(args: argparse.Namespace) -> int | None:
 def pack_summary(plan, pack: int | None, n_cpus: int | None) -> dict:  # noqa: ANN001 - Plan
     """What `--pack` makes of the plan's configs: the size, the packs of several configs and
     the configs left alone (counted from the axes when the grid was counted, not built)."""
-    import os
-
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep.executors.packing import auto_limit, pack_size, packs, size_of
     from grokray.sweep.pack_count import counted_pack_sizes
 
@@ -129,6 +139,7 @@ of the base config alone)"""
 def auto_shapes(spec) -> list[dict]:  # noqa: ANN001 - SweepSpec (kept lazy)
     """The numbers `model.d` / `model.rank: auto` resolve to, per distinct shape: {"d", "rank",
     "configs", "groups"}, over the configs whose family reads them (FORGE, the matched MLP)."""
+    # lazy: loads torch, kept out of `grokray --help`
     from grokray.models import registry
 
     big = spec.search is not None or spec.n_points > AUTO_SHOWN_MAX
@@ -194,10 +205,7 @@ def _seeds_text(seeds: list[int]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    import dataclasses
-
-    from grokray import shipped
-    from grokray.errors import GrokrayError
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep import store
     from grokray.sweep.spec import load_spec
 
@@ -229,8 +237,6 @@ def command_line(name: str) -> str:
 @contextlib.contextmanager
 def sweep_lock(sweep_dir: str, command: str) -> Iterator[None]:
     """Hold the sweep dir's writer lock (`WriterLock`); its take-over notice to stderr."""
-    from grokray.sweep.lock import WriterLock
-
     with WriterLock(sweep_dir, command) as lock:
         if lock.notice:
             print(lock.notice, file=sys.stderr, flush=True)
@@ -240,6 +246,7 @@ def sweep_lock(sweep_dir: str, command: str) -> Iterator[None]:
 def sweep_writer(plan, *, plain: bool, context=None):  # noqa: ANN001, ANN201 - lazy types
     """The one writer of `plan`'s results, with its progress display (`context`: a callable
     whose line goes under the progress, e.g. the ledger's)."""
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep.progress import Display
     from grokray.sweep.writer import Writer
 
@@ -253,6 +260,7 @@ def run_sweep(plan, writer, session, pack: int | None = 1) -> None:  # noqa: ANN
     one), the progress display live, each finished trial written by `writer` as it ends (also
     what came back before an interrupt); `pack`: configs per pack (1: off, None: auto). Call it
     holding the sweep's `sweep_lock`."""
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep.executors.factory import make_executor
     from grokray.sweep.writer import run_plan
 
@@ -262,6 +270,7 @@ def run_sweep(plan, writer, session, pack: int | None = 1) -> None:  # noqa: ANN
 
 
 def _dry_run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.cost.sweep import cost_json, cost_text, estimate_plan
     from grokray.sweep.plan import make_plan
 
@@ -270,7 +279,6 @@ def _dry_run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     pack = pack_setting(args)
     packs = pack_summary(plan, pack, args.num_cpus) if pack != 1 else {}
     if args.json:
-        import json
 
         print(json.dumps({**plan_summary(plan), **cost_json(cost), **packs}), flush=True)
     else:
@@ -286,9 +294,7 @@ def _dry_run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
 
 
 def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
-    import signal
-
-    from grokray.sweep.interrupt import on_signals
+    # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
     from grokray.sweep.writer import trials_written
@@ -306,6 +312,8 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     logs = ""
     deadline = slurm_deadline()  # in a Slurm job: only trials that can end before its limit
     later: list = []
+    # a graceful stop (SIGTERM): running trials checkpoint while Ray still runs them
+    signals.on_term = lambda: _ask_checkpoints(deadline)
     try:
         with signals, session or contextlib.nullcontext():
             signals.install()  # after Ray's start, which sets handlers of its own
@@ -315,10 +323,6 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
                 else:
                     later = deadline.run(plan, lambda part: run_sweep(
                         part, writer, session, pack_setting(args)), session)
-            except KeyboardInterrupt:
-                if signals.received == signal.SIGTERM:  # a graceful stop: running trials
-                    _ask_checkpoints(deadline)          # checkpoint while Ray still runs
-                raise
             finally:
                 if session is not None:  # asked while still connected: Ray's temp dir
                     logs = session.logs_dir()
@@ -331,7 +335,6 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
         return _slurm_exit(plan, deadline, signals.exit_code)
     if later:  # trials that could not finish before the Slurm job's time limit
         print(deadline.later_line(later), file=sys.stderr, flush=True)
-        from grokray.slurm import EXIT_MORE_TO_DO
 
         return _slurm_exit(plan, deadline, EXIT_MORE_TO_DO, later)
     failed = sum(o.error is not None for o in writer.outcomes)
@@ -346,18 +349,13 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
 
 def slurm_deadline():  # noqa: ANN201 - grokray.slurm.deadline.Deadline | None
     """The time limit of the Slurm job this driver runs in (None outside one)."""
-    import os
-
     if not os.environ.get("SLURM_JOB_ID"):
         return None
-    from grokray.slurm.deadline import from_env
 
     return from_env()
 
 
 def _ask_checkpoints(deadline) -> None:  # noqa: ANN001 - Deadline | None
-    from grokray.slurm.deadline import ask_checkpoints
-
     line = ask_checkpoints(deadline)
     if line:
         print(line, file=sys.stderr, flush=True)
@@ -368,8 +366,6 @@ def _slurm_exit(plan, deadline, code: int, later=()) -> int:  # noqa: ANN001 - l
     EXIT_NO_PROGRESS, which the job's script does not requeue."""
     if deadline is None:
         return code
-    from grokray.slurm import EXIT_NO_PROGRESS
-    from grokray.slurm.deadline import progress
 
     if progress(plan, deadline):
         return code
@@ -380,14 +376,13 @@ def _slurm_exit(plan, deadline, code: int, later=()) -> int:  # noqa: ANN001 - l
 def _best(spec) -> None:  # noqa: ANN001 - SweepSpec
     """A search's best config (values, objective, how censored seeds counted)."""
     if spec.search is not None:
+        # lazy: loads pandas, kept out of `grokray --help`
         from grokray.sweep.best import best_line
 
         print(best_line(spec.sweep_dir, spec), flush=True)
 
 
 def _summary(sweep_dir: str) -> int:
-    from grokray.commands.status import render_status
-
     print(render_status(sweep_dir), flush=True)
     return 0
 

@@ -27,7 +27,9 @@ import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import torch
 
 from grokray.config import MODEL_AUTO, TrialConfig
@@ -330,6 +332,15 @@ class Forge(BaseModel):
     def extend(self, other: Forge) -> None:
         super().extend(other)
         self.gens = self.gens + other.gens
+
+    def rng_state(self, i: int) -> dict[str, Any]:
+        """Seed position i's sampling stream (the sampled L_assoc triples, identity and
+        inverse elements)."""
+        return {"rng.model": self.gens[i].get_state().numpy().copy()}
+
+    def load_rng_state(self, i: int, state: dict[str, Any]) -> None:
+        if "rng.model" in state:
+            self.gens[i].set_state(torch.from_numpy(np.asarray(state["rng.model"]).copy()))
 
 
 FAMILY = Family("forge", model=Forge, train="gradient", pack=True, section="forge",

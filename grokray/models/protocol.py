@@ -96,6 +96,16 @@ class Model(Protocol):
         config of a pack, after this model's own [`params` concatenated]."""
         ...
 
+    def rng_state(self, i: int) -> dict[str, Any]:
+        """Seed position i's sampling stream as named arrays, for a checkpoint
+        (grokray.checkpoint) [{}: the model samples nothing]."""
+        ...
+
+    def load_rng_state(self, i: int, state: dict[str, Any]) -> None:
+        """Restore seed position i's sampling stream from `state` (what `rng_state` gave)
+        [nothing]."""
+        ...
+
 
 def chunked_losses(logits: Any, a: Tensor, b: Tensor, y: Tensor, chunk: int) -> Iterator[Tensor]:
     """The plain data loss: one `seed_cross_entropy` term per chunk of pairs, weighted by its
@@ -155,6 +165,12 @@ class BaseModel:
     def extend(self, other: Any) -> None:
         self.params = {k: torch.cat([v.detach(), other.params[k].detach()]).requires_grad_()
                        for k, v in self.params.items()}
+
+    def rng_state(self, i: int) -> dict[str, Any]:
+        return {}
+
+    def load_rng_state(self, i: int, state: dict[str, Any]) -> None:
+        return None
 
 
 __all__ = ["BaseModel", "Model", "chunked_losses"]

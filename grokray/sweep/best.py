@@ -16,6 +16,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from grokray.config import TrialConfig, get_key
+from grokray.sweep import store
+from grokray.sweep.outcome import trial_summary
+
 CENSORED = {
     "grok_step": "counted at the step budget {steps:,} (the mean is a lower bound)",
     "grok_rate": "counted as not grokked",
@@ -60,9 +64,6 @@ class Best:
 def best_config(trials: Any, search: Any) -> Best | None:  # noqa: ANN401 - DataFrame, SearchSpec
     """The best config by `search.metric` / `search.mode` among `trials` (a sweep's trials
     table); None when no config has an objective (every seed failed, or no rows)."""
-    from grokray.config import TrialConfig, get_key
-    from grokray.sweep.outcome import trial_summary
-
     if trials is None or not len(trials):
         return None
     scored = []
@@ -87,8 +88,6 @@ def best_config(trials: Any, search: Any) -> Best | None:  # noqa: ANN401 - Data
 
 def best_line(sweep_dir: str, spec: Any) -> str:  # noqa: ANN401 - SweepSpec
     """The line `grokray sweep` prints when a search ends."""
-    from grokray.sweep import store
-
     trials = store.read_trials(sweep_dir)
     if "sweep" in trials:
         trials = trials[trials["sweep"] == spec.name]

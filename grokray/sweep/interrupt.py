@@ -16,6 +16,7 @@ signal came (`exit_code`: 128 + the signal number, 130 for SIGINT, 143 for SIGTE
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from typing import Any
 
 
@@ -41,6 +42,9 @@ class on_signals:  # noqa: N801 - used as a context manager, like a function
         self._old: dict[int, Any] = {}
         self.received: int | None = None
         """the first signal that arrived"""
+        self.on_term: Callable[[], None] | None = None
+        """called on SIGTERM before `Interrupted` is raised, while the trials still run (the
+        graceful stop: `grokray sweep` asks them to checkpoint, grokray.checkpoint)"""
 
     @property
     def exit_code(self) -> int:
@@ -51,6 +55,11 @@ class on_signals:  # noqa: N801 - used as a context manager, like a function
         if self.received is not None:  # a second signal while stopping: keep stopping
             return
         self.received = signum
+        if signum == signal.SIGTERM and self.on_term is not None:
+            try:
+                self.on_term()
+            except Exception:  # noqa: BLE001 - the stop goes on whatever the callback did
+                pass
         raise Interrupted(signum)
 
     def install(self) -> None:

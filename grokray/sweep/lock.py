@@ -86,6 +86,7 @@ class WriterLock:
     """The lock of one output dir (a local path or a pyarrow URL)."""
 
     def __init__(self, out_dir: str, command: str = ""):
+        # lazy: loads pandas; the CLI's command modules import this lock at `grokray --help`
         from grokray.reader import Location
 
         self.loc = Location.of(out_dir)

@@ -3,6 +3,7 @@ trial-level metrics a search optimizes (`trial_summary`): shared by every execut
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import traceback
@@ -11,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from grokray.config import TrialConfig
+from grokray.pack import run_pack
+from grokray.trial import run_trial
 
 TrialFn = Callable[[TrialConfig], Any]
 
@@ -38,11 +41,12 @@ class Outcome:
     """the exception Ray gave for a trial it lost (decides whether to retry); driver only"""
 
 
-def default_trial_fn() -> TrialFn:
-    """`grokray.trainer.run_trial`."""
-    from grokray.trial import run_trial
-
-    return run_trial
+def default_trial_fn(checkpoints: Any = None) -> TrialFn:
+    """`grokray.trial.run_trial` (keeping its checkpoints through `checkpoints`, a
+    grokray.checkpoint.Hook, when given)."""
+    if checkpoints is None:
+        return run_trial
+    return functools.partial(run_trial, checkpoints=checkpoints)
 
 
 def execute(config: TrialConfig, trial_fn: TrialFn) -> Outcome:
@@ -57,22 +61,21 @@ def execute(config: TrialConfig, trial_fn: TrialFn) -> Outcome:
                        cpu_s=time.process_time() - c0, traceback=traceback.format_exc())
 
 
-def execute_pack(configs: Sequence[TrialConfig]) -> list[Outcome]:
+def execute_pack(configs: Sequence[TrialConfig], checkpoints: Any = None) -> list[Outcome]:
     """Run configs of one shape as one pack (`grokray.pack.run_pack`): one Outcome per config.
     Each gets the pack's wall time and its share of the pack's CPU time by the seed-steps it
     ran (so that the CPU times of a sweep still add up); an exception fails every config."""
-    from grokray.pack import run_pack
-
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        results = run_pack(configs)
+        results = run_pack(configs, checkpoints=checkpoints)
     except Exception as exc:  # noqa: BLE001 - every trial error becomes a failed row
         wall, cpu, tb = time.perf_counter() - t0, time.process_time() - c0, traceback.format_exc()
         return [Outcome(c, None, error=one_line(exc), wall_s=wall, cpu_s=cpu / len(configs),
                         traceback=tb) for c in configs]
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    work = [max(1, sum(s.steps_run - (s.continued_from_step or 0) for s in r.seeds))
-            for r in results]  # the steps each trained here (a continued seed: past its start)
+    work = [max(1, sum(max(0, s.steps_run - (s.checkpoint_step or s.continued_from_step or 0))
+                       for s in r.seeds))
+            for r in results]  # the steps each trained here (past a continued or resumed start)
     return [Outcome(c, r, wall_s=wall, cpu_s=cpu * w / sum(work))
             for c, r, w in zip(configs, results, work, strict=True)]
 

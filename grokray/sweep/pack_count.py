@@ -19,6 +19,7 @@ import itertools
 import math
 from typing import Any
 
+from grokray.pack import pack_key
 from grokray.sweep.spec import SweepSpec
 
 
@@ -26,8 +27,6 @@ def counted_pack_sizes(spec: SweepSpec, size: int) -> list[int]:
     """The configs of each pack (and 1 for each config alone) that `packing.pack_groups(
     spec.trials(), size)` would give, counted from the axes (grid points, before identities
     merge)."""
-    from grokray.pack import pack_key
-
     axes = spec.axes
 
     memo: dict[tuple[tuple[int, int], ...], str | None] = {}

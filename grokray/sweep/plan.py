@@ -16,6 +16,8 @@ from typing import Any
 
 from grokray.config import TrialConfig
 from grokray.sweep import store
+from grokray.sweep.continuing import plan as continue_plan
+from grokray.sweep.continuing import steps_to_train
 from grokray.sweep.outcome import trial_summary
 from grokray.sweep.spec import SweepSpec
 
@@ -70,8 +72,6 @@ class Plan:
             return self.todo_seeds * self.spec.base.steps
         if self.counted:
             return self.spec.seed_steps()
-        from grokray.sweep.continuing import steps_to_train
-
         return sum(steps_to_train(c) for c in self.todo)
 
     @property
@@ -114,8 +114,6 @@ def make_plan(spec: SweepSpec, *, rerun_failed: bool = False, force: bool = Fals
             todo.append(cfg if missing == cfg.seeds else cfg.with_overrides({"seeds": missing}))
     cont = None
     if not force and todo and len(rows):  # runs censored at a smaller steps go on
-        from grokray.sweep.continuing import plan as continue_plan
-
         cont = continue_plan(todo, spec.sweep_dir)
         todo = cont.todo
     return Plan(spec=spec, run_id=run_id, todo=todo, n_trials=len(spec.trials()),

@@ -11,7 +11,12 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from grokray.config import TrialConfig
+from rich.console import Console
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+
+from grokray.config import TrialConfig, get_key
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -61,8 +66,6 @@ class Display:
 
     def __enter__(self) -> Display:
         if self.live:
-            from rich.console import Console
-            from rich.live import Live
 
             self._live = Live(self, console=Console(file=self.stream), refresh_per_second=4,
                               transient=False)
@@ -115,8 +118,6 @@ class Display:
     def label(self, cfg: TrialConfig) -> str:
         """`key=value ...` of the swept keys (arm and group when nothing is swept), then the
         config hash."""
-        from grokray.config import get_key
-
         shown = [f"{k}={_fmt(get_key(cfg, k))}" for k in self.keys] or [cfg.arm, cfg.group]
         return " ".join(shown) + f" ({cfg.config_hash()})"
 
@@ -140,9 +141,6 @@ class Display:
                 f"ETA {fmt_seconds(self.eta())}")
 
     def __rich__(self) -> Any:
-        from rich.progress_bar import ProgressBar
-        from rich.table import Table
-
         t = Table.grid(padding=(0, 2))
         finished = self.done + self.failed
         t.add_row(f"[bold]{self.title}[/]",

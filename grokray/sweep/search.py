@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from grokray.config import get_key
+
 # search metric -> its natural mode (the trial-level summaries a Tune trial reports)
 SEARCH_METRICS = {
     "final_val_acc": "max", "grok_rate": "max", "grok_step": "min", "final_val_loss": "min",
@@ -52,6 +54,7 @@ class Uniform:
         return cls(float(low), float(high))
 
     def to_tune(self) -> Any:
+        # lazy: Ray only where a Ray session runs (--local, dry runs load none)
         from ray import tune
 
         return tune.uniform(self.low, self.high)
@@ -78,6 +81,7 @@ class LogUniform(Uniform):
         return cls(float(low), float(high))
 
     def to_tune(self) -> Any:
+        # lazy: Ray only where a Ray session runs (--local, dry runs load none)
         from ray import tune
 
         return tune.loguniform(self.low, self.high)
@@ -102,6 +106,7 @@ class RandInt:
         return cls(low, high)
 
     def to_tune(self) -> Any:
+        # lazy: Ray only where a Ray session runs (--local, dry runs load none)
         from ray import tune
 
         return tune.randint(self.low, self.high)
@@ -134,6 +139,7 @@ class QUniform:
         return cls(float(low), float(high), float(q))
 
     def to_tune(self) -> Any:
+        # lazy: Ray only where a Ray session runs (--local, dry runs load none)
         from ray import tune
 
         return tune.quniform(self.low, self.high, self.q)
@@ -165,6 +171,7 @@ class Choice:
         return cls(tuple(args))
 
     def to_tune(self) -> Any:
+        # lazy: Ray only where a Ray session runs (--local, dry runs load none)
         from ray import tune
 
         return tune.choice(list(self.values))
@@ -250,11 +257,11 @@ def unsafe_key(name: str) -> str:
 
 def tune_setup(run: SearchRun, concurrency: int | None, **tune_config: Any) -> tuple[dict, Any]:
     """(param_space, TuneConfig) of a search: OptunaSearch warm-started with the prior."""
+    # lazy: Ray only where a Ray session runs (--local, dry runs load none)
     import optuna
     from ray import tune
     from ray.tune.search.optuna import OptunaSearch
 
-    from grokray.config import get_key
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     spec = run.spec

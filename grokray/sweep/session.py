@@ -12,6 +12,7 @@ uses it and leaves it up. Nothing else in grokray starts or stops Ray.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import Any
@@ -48,8 +49,6 @@ def _drop_token_notice(record: Any) -> bool:  # noqa: ANN401 - logging.LogRecord
 def quiet_token_notice() -> None:
     """Keep Ray's token-authentication notice (TOKEN_NOTICE) out of the user's output: a filter
     on the one logger that writes it (the driver's; once per process)."""
-    import logging
-
     log = logging.getLogger("ray._private.authentication.authentication_token_setup")
     if _drop_token_notice not in log.filters:
         log.addFilter(_drop_token_notice)
@@ -69,6 +68,9 @@ class RaySession:
         self.started_ray = False
         """this session started the Ray it runs on (and stops it on leaving)"""
         self.warm = WarmWorkers()
+        self.checkpoints = None
+        """the driver's checkpoint channel on this Ray (grokray.sweep.checkpoint_box.RayChannel;
+        made by the first sweep that runs)"""
 
     @property
     def joined(self) -> bool:
@@ -78,8 +80,8 @@ class RaySession:
     def __enter__(self) -> RaySession:
         for k, v in TUNE_ENV.items():
             os.environ.setdefault(k, v)
-        import logging
 
+        # lazy: Ray only where a Ray session runs (--local, dry runs load none)
         import ray
 
         if not ray.is_initialized():
@@ -111,6 +113,7 @@ class RaySession:
         """Stop the warm workers, and the Ray this session started (not one it found)."""
         self.warm.release()
         if self.started_ray:
+            # lazy: Ray only where a Ray session runs (--local, dry runs load none)
             import ray
 
             ray.shutdown()
@@ -119,6 +122,7 @@ class RaySession:
     def check_resources(self, cpu: float, gpu: float) -> None:
         """Fail early (GrokrayError) when no node of the embedded Ray this session started can
         fit one trial. Not on a Ray it joined or found: an autoscaler may add the nodes."""
+        # lazy: Ray only where a Ray session runs (--local, dry runs load none)
         import ray
 
         if not self.started_ray:
@@ -139,6 +143,7 @@ class RaySession:
         """How many trials run at once (at most): `concurrency`, or the CPUs over `cpu`."""
         if concurrency:
             return concurrency
+        # lazy: Ray only where a Ray session runs (--local, dry runs load none)
         import ray
 
         cpus = ray.cluster_resources().get("CPU", 1)
@@ -146,6 +151,7 @@ class RaySession:
 
     def logs_dir(self) -> str:
         """This Ray session's log directory on this node (the head, for a job), or ""."""
+        # lazy: Ray only where a Ray session runs (--local, dry runs load none)
         import ray
 
         if not ray.is_initialized():

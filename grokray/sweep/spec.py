@@ -46,10 +46,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from grokray import yamlsafe
-from grokray.config import SECTIONS, TrialConfig, get_key, valid_keys
+from grokray.config import SECTIONS, TrialConfig, get_key, misread_problems, text_field, valid_keys
 from grokray.errors import ConfigError, GrokrayError, SpecError
 from grokray.groups import parse as parse_group
 from grokray.models.registry import families
+from grokray.reader import join_uri
 from grokray.sweep.search import (
     DISTRIBUTIONS,
     SEARCH_KEYS,
@@ -146,8 +147,6 @@ class SweepSpec:
     @property
     def sweep_dir(self) -> str:
         """`out/name`."""
-        from grokray.reader import join_uri
-
         return join_uri(self.out, self.name)
 
     @property
@@ -224,8 +223,6 @@ SPEC_TEXT = {("name",): "name", ("description",): "description", ("out",): "out"
 def _text_field(path: tuple[Any, ...]) -> str | None:
     """The text field a YAML path of a spec fills (the spec's own, or a config key's through
     config:, an axis, a zip block or a search choice), None for any other."""
-    from grokray.config import text_field
-
     if path in SPEC_TEXT:
         return SPEC_TEXT[path]
     head, rest = path[0], path[1:]
@@ -255,8 +252,6 @@ class _Problems:
 
     def add_misread(self) -> None:
         """A line for each text field YAML read as a boolean or number (an unquoted `off`)."""
-        from grokray.config import misread_problems
-
         self.items += misread_problems(self.lines, _text_field)
         self.misread = {".".join(map(str, p)) for p in self.lines.typed
                         if _text_field(p) is not None}

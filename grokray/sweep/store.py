@@ -41,9 +41,18 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from grokray import reader
+from grokray.config import TrialConfig
 from grokray.errors import GrokrayError, SchemaError
 from grokray.schema import CONFIG_JSON_COLUMN as CONFIG_JSON
-from grokray.schema import ID_COLUMNS, IDENTITY_VERSION, RECOMPUTED, RECOMPUTED_REQUIRED_COLUMNS
+from grokray.schema import (
+    ID_COLUMNS,
+    IDENTITY_VERSION,
+    RECOMPUTED,
+    RECOMPUTED_REQUIRED_COLUMNS,
+    curve_frame,
+    snapshot_frame,
+    trial_frame,
+)
 
 TRIALS = "trials"
 CURVES = "curves"
@@ -60,8 +69,6 @@ def check_writable(out_dir: str, *, create: bool = True) -> None:
     `out_dir`: a file in the way, a directory that is not writable, an unsupported or
     unreachable URL. With `create`, the directory is created and a probe file written and
     removed (the only honest test of a read-only mount or a bucket's permissions)."""
-    from grokray.errors import GrokrayError
-
     where = f"output {out_dir}"
     m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", out_dir)
     if m and m.group(1).lower() not in OUT_SCHEMES:
@@ -97,8 +104,6 @@ def check_writable(out_dir: str, *, create: bool = True) -> None:
 
 
 def _check_local(path: str, where: str) -> None:
-    from grokray.errors import GrokrayError
-
     p = path
     while not os.path.exists(p):
         parent = os.path.dirname(p)
@@ -265,8 +270,6 @@ def _parquet_size(df: pd.DataFrame) -> int:
 
 def write_result(result: Any, out_dir: str | os.PathLike, *, sweep: str, run_id: str) -> str:
     """Write a `TrialResult` as its trials and curves files; returns the trials file's path."""
-    from grokray.schema import curve_frame, snapshot_frame, trial_frame
-
     trials = trial_frame(result, sweep, run_id)
     curves = curve_frame(result, sweep, run_id)
     snaps = snapshot_frame(result, sweep, run_id) if result.snapshots else None
@@ -420,8 +423,6 @@ def current_identity(df: pd.DataFrame) -> list[str]:
     older rows (v1, v2) recomputed from their stored config (config_json holds every section
     the identity can read, so the effective config is rebuilt exactly). An old dir is read,
     resumed and repaired in place: no old file is rewritten and no finished row runs again."""
-    from grokray.config import TrialConfig
-
     out, cache = [], {}
     for h, v, cj in zip(df["config_hash"], df["schema_version"],
                         df[CONFIG_JSON] if CONFIG_JSON in df else [None] * len(df), strict=True):

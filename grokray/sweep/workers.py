@@ -8,6 +8,7 @@ benchmarks/README.md); these are created once per `RaySession`, which stops them
 
 from __future__ import annotations
 
+import os
 import pickle
 from typing import Any
 
@@ -20,6 +21,7 @@ def _worker_class() -> Any:
     cls = globals().get("_Worker")
     if cls is not None:
         return cls
+    # lazy: Ray only where a Ray session runs (--local, dry runs load none)
     import ray
 
     @ray.remote
@@ -30,8 +32,6 @@ def _worker_class() -> Any:
             import grokray.trainer  # noqa: F401 - warm: the first trial does not pay for it
 
         def pid(self) -> int:
-            import os
-
             return os.getpid()
 
         def run(self, configs: list[dict[str, Any]], trial_fn: Any, packed: bool = False) -> bytes:
@@ -81,6 +81,7 @@ class WarmWorkers:
         actors, self.actors, self.key = self.actors, [], None
         if not actors:
             return
+        # lazy: Ray only where a Ray session runs (--local, dry runs load none)
         import ray
 
         if ray.is_initialized():
@@ -89,12 +90,14 @@ class WarmWorkers:
 
     def pids(self) -> list[int]:
         """Process ids of the workers (tests: the same processes serve two sweeps)."""
+        # lazy: Ray only where a Ray session runs (--local, dry runs load none)
         import ray
 
         return ray.get([a.pid.remote() for a in self.actors])
 
 
 def _kill(actor: Any) -> None:
+    # lazy: Ray only where a Ray session runs (--local, dry runs load none)
     import ray
 
     try:

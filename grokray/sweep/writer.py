@@ -17,6 +17,7 @@ import pandas as pd
 from grokray.config import TrialConfig
 from grokray.result import SeedResult, TrialResult
 from grokray.sweep import store
+from grokray.sweep.checkpoint_box import serve
 from grokray.sweep.executors.base import Executor
 from grokray.sweep.outcome import Outcome
 from grokray.sweep.plan import Plan, plan_record
@@ -37,7 +38,7 @@ class Writer:
 
     The Parquet writes run on one writer thread, in the order the trials finished, so that Ray
     Tune's event loop (which calls `finished` from its callbacks) goes on scheduling trials while
-    a batch of results is written (at 0.03-0.1 s per trial, the writes had held each finished
+    the results are written (at 0.03-0.1 s per trial, the writes had held each finished
     slot idle). `close` waits for every queued write (`run_plan` calls it, also on an
     interrupt, so a result that came back is on disk before the command exits) and raises the
     first write error, if any; so does the next `finished` after a failed write."""
@@ -53,6 +54,8 @@ class Writer:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._lock = threading.Lock()  # the display is called from both threads
+        self.landed: Any = None
+        """called with a trial's config_hash once its rows are written (its checkpoints go)"""
 
     def started(self, config: TrialConfig) -> None:
         if self.display is not None:
@@ -107,6 +110,8 @@ class Writer:
             exc.trials_left = max(1, self.plan.n_todo_trials - len(self.outcomes))
             raise
         self.outcomes.append(outcome)
+        if self.landed is not None:
+            self.landed(outcome.config.config_hash())
         if self.display is not None:
             with self._lock:
                 self.display.finished(outcome, result)
@@ -129,6 +134,8 @@ def run_plan(plan: Plan, backend: Executor, display: Any | None = None,
     store.repair(spec.sweep_dir)
     store.write_plan(spec.sweep_dir, plan_record(plan))
     writer = writer or Writer(plan, display)
+    channel = serve(backend, spec.sweep_dir, plan.todo if spec.search is None else [])
+    writer.landed = channel.land
     try:
         if spec.search is not None and plan.n_search_new:
             backend.run_search(SearchRun(spec.search, spec.base, plan.prior, plan.n_search_new),
@@ -140,8 +147,10 @@ def run_plan(plan: Plan, backend: Executor, display: Any | None = None,
             writer.close()  # what came back is written before the error or interrupt goes on
         except Exception:  # noqa: BLE001 - the first error is the one to report
             pass
+        channel.close()
         raise
     writer.close()
+    channel.close()
     if plan.rerun:
         store.repair(spec.sweep_dir)
     return writer

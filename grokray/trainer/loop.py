@@ -1,5 +1,6 @@
 """The training loop: evaluate at step 0, then step, check the losses, evaluate when due, and
-stop members as the stopping rule says, until every member has stopped."""
+stop members as the stopping rule says, until every member has stopped; at the top of a step,
+checkpoint when due (grokray.checkpoint)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 import torch
 
 from grokray.errors import GrokrayError, error_line
+from grokray.trainer.checkpoints import Checkpointer
 from grokray.trainer.evaluate import Evaluator, summarize
 from grokray.trainer.resume import replay, restore
 from grokray.trainer.snapshot_hooks import SnapshotHooks
@@ -19,12 +21,14 @@ from grokray.trialrun import Progress, TrialRun
 
 def train(run: TrialRun) -> None:
     """Train every seed of `run` by gradient descent, recording outcomes and curve rows."""
-    Training([run]).run()
+    train_pack([run])
 
 
 def train_pack(runs: list[TrialRun]) -> None:
     """Train the trials `runs` (configs of one `grokray.pack.pack_key`) as one stack of members,
     each recording its own outcomes and curve rows as it would alone."""
+    # a trial resumed from a checkpoint at which every seed had finished: its summaries only
+    summarize([r for r in runs if not r.seeds and r.checkpoint_step is not None])
     runs = [r for r in runs if r.seeds]  # a continued trial's copied seeds need no training
     if runs:
         Training(runs).run()
@@ -45,12 +49,17 @@ class Training:
     def run(self) -> None:
         st, step = self.stack, self.start
         t_loop = time.perf_counter()
+        resumed = [r.resumed for r in st.runs if r.resumed is not None]
         try:
-            if step:
+            if resumed:
                 replay(st, self.evaluator, self.stopping, self.snaps)
-            self.evaluate(step, list(st.active))
+            ckpt = self.checkpointer(step)  # its deltas hold what is recorded from here on
+            if not any(r.evaluated for r in resumed):  # a checkpoint's eval was taken
+                self.evaluate(step, list(st.active))
             check_every = 1 if st.device.type == "cpu" else 16  # a GPU sync costs a step
             while step < max(st.steps) and st.active:
+                if ckpt is not None:
+                    ckpt.maybe(step)
                 loss = train_step(st, step)
                 step += 1
                 checked = [step % check_every == 0 or self.evaluator.is_eval(st, p, step)
@@ -74,6 +83,15 @@ class Training:
         self.end(list(st.active), step)
         self.snaps.close(st)
         summarize(st.runs)
+
+    def checkpointer(self, step: int) -> Checkpointer | None:
+        """What takes this stack's checkpoints from `step` on (None: its trials keep none:
+        grokray.checkpoint)."""
+        hook = self.stack.runs[0].checkpoints
+        if hook is None:
+            return None
+        return Checkpointer(self.stack, self.snaps.recorders, hook,
+                            self.stack.cfg.checkpoint_every, step)
 
     @torch.no_grad()
     def evaluate(self, step: int, due: list[int]) -> None:

@@ -6,7 +6,8 @@ taken again, as the larger-budget run takes it), their end snapshot (parameters 
 state), and the copied seeds' rows whole. In the trainer, `restore` puts each continued
 member's end snapshot (parameters, optimizer and filter state, sampling stream) into its slot of
 the stack, and `replay` its evals before the start (curve rows, grok track, eval count,
-snapshots), as if this run had taken them.
+snapshots), as if this run had taken them. A run resumed from a checkpoint (grokray.checkpoint)
+goes through `restore` and `replay` too, its members' state read from the checkpoint.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def restore(st: Stack) -> int:
             for k, v in st.model.params.items():
                 v[p].copy_(torch.from_numpy(state.params[k]))
             load_member_state(st.opt, st.filt, p, state.state, st.model.params)
+            st.model.load_rng_state(p, state.state)
             if st.minibatches is not None:
                 st.minibatches.load(p, state.state)
     return starts.pop()
@@ -85,18 +87,25 @@ class SeedState:
 class Resumed:
     """The old rows a continued trial reads (`load`)."""
 
-    config_hash: str
-    """the old config's identity"""
+    config_hash: str | None
+    """the old config's identity (None: a run resumed from a checkpoint, not continued)"""
     step: int
     """the step the continued seeds pick up from"""
     seeds: dict[int, SeedState]
     """continued seeds"""
     copied: dict[int, tuple[SeedResult, list[dict[str, Any]], list[dict[str, Any]]]]
     """copied seeds: (outcome, curve rows, snapshot records)"""
+    from_step: int | None = None
+    """the step the seeds continued from when that is not `step` (a continued run that then
+    resumed from a checkpoint at `step`, grokray.checkpoint)"""
+    evaluated: bool = False
+    """the eval at `step` was taken before (a checkpoint's): training goes on without it"""
 
     def origin(self, seed: int) -> tuple[str | None, int | None]:
         """(continued_from, continued_from_step) of a continued seed."""
-        return (self.config_hash, self.step) if seed in self.seeds else (None, None)
+        if seed not in self.seeds or not self.config_hash:
+            return None, None
+        return self.config_hash, self.step if self.from_step is None else self.from_step
 
 
 def load(cfg: TrialConfig) -> Resumed:

@@ -38,7 +38,7 @@ class SnapshotHooks:
         """The end snapshot of the member at `pos` (still in the stack), which stopped at
         `step` grokked or not; at its budget with its training state."""
         i = st.active.index(pos)
-        state = _state(st, pos, i) if step == st.steps[pos] else None
+        state = member_arrays(st, pos, i) if step == st.steps[pos] else None
         self.recorders[st.member_run[pos]].at_end(st.seeds[pos], step, i, st.model.params,
                                                   state)
 
@@ -52,9 +52,10 @@ class SnapshotHooks:
             run.snapshots = rec.records()
 
 
-def _state(st: Stack, pos: int, i: int) -> dict[str, np.ndarray]:
+def member_arrays(st: Stack, pos: int, i: int) -> dict[str, np.ndarray]:
     """What member `pos` (stack index i) needs to continue past its budget: optimizer and
-    filter state (grokray.optim.state) and its sampling stream."""
+    filter state (grokray.optim.state) and its mini-batch stream (a checkpoint adds its
+    parameters and its model's sampling stream: grokray.trainer.checkpoints)."""
     out = member_state(st.opt, st.filt, i)
     if st.minibatches is not None:
         out.update(st.minibatches.state(pos))

@@ -96,8 +96,7 @@ def _model(runs: list[TrialRun], member_run: list[int]
     each member's weight decay per parameter)."""
     run = runs[0]
     task, model_cls = run.task, run.family.model
-    models: list[Model] = [model_cls(r.cfg, task.n_in, task.n_out, r.seeds, run.device,
-                                     run.dtype) for r in runs]
+    models: list[Model] = [_seeds_model(model_cls, r) for r in runs]
     for r in runs:
         r.n_params = model_cls.count_params(r.cfg, task.n_in, task.n_out)
     wd = [models[ri].weight_decay(runs[ri].cfg.optim.weight_decay) for ri in member_run]
@@ -106,6 +105,20 @@ def _model(runs: list[TrialRun], member_run: list[int]
         stacked.extend(other)
         other.params = {}  # kept for its schedule (aux_weight) only
     return stacked, models, wd
+
+
+def _seeds_model(model_cls: Any, run: TrialRun) -> Model:
+    """The model of `run`'s seeds to train, built for all of its config's seeds and narrowed to
+    those (a continued or resumed trial whose other seeds had finished): choices made for the
+    seed count (FORGE's L_assoc form) are its trial's, whatever seeds are left."""
+    cfg, task = run.cfg, run.task
+    if list(run.seeds) == list(cfg.seeds):
+        return model_cls(cfg, task.n_in, task.n_out, run.seeds, run.device, run.dtype)
+    model = model_cls(cfg, task.n_in, task.n_out, list(cfg.seeds), run.device, run.dtype)
+    keep = [list(cfg.seeds).index(s) for s in run.seeds]
+    with torch.no_grad():
+        model.select(torch.tensor(keep, dtype=torch.long, device=run.device))
+    return model
 
 
 def _batch_size(cfg: TrialConfig, n_train: int) -> int:

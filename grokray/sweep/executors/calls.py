@@ -13,9 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from grokray.config import TrialConfig
 from grokray.groups import parse
+from grokray.sweep.checkpoint_box import worker_hook
+from grokray.sweep.checkpoints import channel
 from grokray.sweep.executors.packing import fit_device, free_bytes, packs
 from grokray.sweep.outcome import Outcome, TrialFn, default_trial_fn, execute, execute_pack
 
@@ -99,13 +102,14 @@ def run_call(call: WorkerCall, trial_fn: TrialFn | None, node: str,
     `node` (the Ray node's id), in the order of `call.configs`. `log`: a trial's traceback goes
     to stdout (a Ray worker's log)."""
     configs = call.configs
-    fn = trial_fn or default_trial_fn()
+    hook = checkpoint_hook(node) if trial_fn is None else None  # the default trial's only
+    fn = trial_fn or default_trial_fn(hook)
     packed = call.packed and trial_fn is None and len(configs) > 1
     parts = fit_device(configs, free_bytes(configs[0])) if packed else \
         [[i] for i in range(len(configs))]
     outs: list[Outcome] = []
     for part in parts:
-        done = execute_pack([configs[i] for i in part]) if len(part) > 1 else \
+        done = execute_pack([configs[i] for i in part], hook) if len(part) > 1 else \
             [execute(configs[part[0]], fn)]
         for out in done:
             out.node_id = node
@@ -113,3 +117,10 @@ def run_call(call: WorkerCall, trial_fn: TrialFn | None, node: str,
                 print(out.traceback, flush=True)  # lands in Ray's worker log
             outs.append(out)
     return outs
+
+
+def checkpoint_hook(node: str) -> Any:
+    """Where this worker's trials keep their checkpoints (grokray.checkpoint.Hook): in the
+    driver's own process (`node` "local") its channel, on a Ray worker the driver's checkpoint
+    actor (grokray/sweep/checkpoint_box.py); None when there is none."""
+    return channel() if node == "local" else worker_hook()

@@ -15,7 +15,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import torch
+
 from grokray.config import TrialConfig
+from grokray.cost.memory import members_that_fit
+from grokray.cost.work import KINDS, step_macs
 from grokray.pack import pack_key
 
 PACK_MEMBERS = 64
@@ -109,7 +113,6 @@ def pack_limit(cfg: TrialConfig, device_bytes: float | None = None) -> int:
     PACK_MEMBERS members. A model the cost model cannot size packs as below the limit."""
     seeds = max(1, len(cfg.seeds))
     if cfg.device != "cpu" and device_bytes is not None:
-        from grokray.cost.memory import members_that_fit
 
         members = members_that_fit(cfg, GPU_MEMORY_SHARE * device_bytes, GPU_PACK_MEMBERS)
         return max(1, members // seeds)
@@ -117,7 +120,6 @@ def pack_limit(cfg: TrialConfig, device_bytes: float | None = None) -> int:
         return max(1, GPU_PACK_MEMBERS // seeds)
     cap = max(1, PACK_MEMBERS // seeds)
     try:
-        from grokray.cost.work import KINDS, step_macs
 
         macs = step_macs(cfg, cfg.arch) if cfg.arch in KINDS else 0.0
     except Exception:  # noqa: BLE001 - a group it cannot size fails in its trial, not here
@@ -136,7 +138,6 @@ def device_bytes(gpu: float = 1.0) -> float | None:
     """The device memory one trial may use on this machine: `gpu` (its share of a GPU, 0 =
     a whole one) x the first CUDA device's total; None without CUDA."""
     try:
-        import torch
 
         if not torch.cuda.is_available():
             return None
@@ -151,7 +152,6 @@ def free_bytes(cfg: TrialConfig) -> float | None:
     if cfg.device == "cpu":
         return None
     try:
-        import torch
 
         if not torch.cuda.is_available():
             return None

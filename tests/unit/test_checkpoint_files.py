@@ -1,0 +1,214 @@
+"""Checkpoints on the sweep's driver (grokray/sweep/checkpoints.py): the files in the sweep dir's
+`checkpoints/`, what a run of the sweep resumes from, what it ignores (one line), what it
+removes; a local sweep cut short resumes and equals one never cut."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_checkpoint import Killed, StepHook, _cfg  # noqa: E402
+
+from grokray.checkpoint.restore import restore  # noqa: E402
+from grokray.commands.status import repair as status_repair  # noqa: E402
+from grokray.sweep import checkpoint_box, checkpoints  # noqa: E402
+from grokray.sweep.executors.local import LocalExecutor  # noqa: E402
+from grokray.sweep.plan import make_plan  # noqa: E402
+from grokray.sweep.spec import load_spec  # noqa: E402
+from grokray.sweep.writer import run_plan  # noqa: E402
+from grokray.trial import run_trial  # noqa: E402
+
+SPEC = """\
+name: ck
+out: {out}
+config:
+  group: Z7
+  op: add
+  steps: 120
+  eval_every: 10
+  dtype: float64
+  device: cpu
+  checkpoint_every: 1000000000
+  optim: {{lr: 0.003}}
+axes:
+  arch: [mlp]
+  grokfast.filter: [none, ema]
+seeds: 2
+"""
+
+
+class ChannelHook(StepHook):
+    """The driver's channel as a trial's hook, checkpointing every `every` steps and dying at
+    step `kill` of the run (a worker killed mid-trial)."""
+
+    def __init__(self, ch, every, kill=None):
+        super().__init__(every, kill)
+        self.ch = ch
+
+    def chain(self, h, every_s=0.0):
+        return self.ch.chain(h, every_s)
+
+    def save(self, h, step, delta, state):
+        self.ch.save(h, step, delta, state)
+
+
+def _spec(tmp_path):
+    p = tmp_path / "ck.yaml"
+    p.write_text(SPEC.format(out=tmp_path / "out"))
+    return load_spec(str(p))
+
+
+def _tables(d):
+    t = pd.concat(pd.read_parquet(p) for p in (d / "trials").glob("*.parquet"))
+    c = pd.concat(pd.read_parquet(p) for p in (d / "curves").glob("*.parquet"))
+    t = t.sort_values(["config_hash", "seed"]).reset_index(drop=True)
+    c = c.sort_values(["config_hash", "seed", "step"]).reset_index(drop=True)
+    drop = ["run_id", "wall_s", "started_at", "finished_at", "checkpoint_step", "hostname"]
+    return t.drop(columns=drop), c.drop(columns=["run_id"])
+
+
+def _cut(spec, kills):
+    """Start each config of the sweep on the driver's channel and lose it at `kills[i]`."""
+    plan = make_plan(spec)
+    ch = checkpoint_box.serve(None, spec.sweep_dir, plan.todo)
+    for cfg, k in zip(plan.todo, kills, strict=True):
+        with pytest.raises(Killed):
+            run_trial(cfg, checkpoints=ChannelHook(ch, 25, kill=k))
+    ch.close()
+    return plan
+
+
+def test_local_sweep_resumes_from_checkpoints_and_removes_them(tmp_path, capsys):
+    spec = _spec(tmp_path)
+    d = tmp_path / "out" / "ck"
+    plan = _cut(spec, [60, 80])
+    ck = d / "checkpoints"
+    names = {h: sorted(os.listdir(ck / h)) for h in os.listdir(ck)}
+    assert sorted(names) == sorted(c.config_hash() for c in plan.todo)
+    for files in names.values():  # deltas of the chain, the newest state only
+        states = [f for f in files if f.endswith(".state.npz")]
+        assert len(states) == 1 and files == sorted(files)
+    steps = {h: int(f[0][:10]) for h, f in ((h, [x for x in fs if "state" in x])
+                                             for h, fs in names.items())}
+    assert sorted(steps.values()) == [50, 75]
+    writer = run_plan(make_plan(spec), LocalExecutor())  # the next run of the sweep
+    assert len(writer.outcomes) == 2
+    assert not os.path.exists(ck) or os.listdir(ck) == []  # deleted when the rows landed
+    t = pd.concat(pd.read_parquet(p) for p in (d / "trials").glob("*.parquet"))
+    assert sorted(t.groupby("config_hash")["checkpoint_step"].first()) == [50, 75]
+    got = _tables(d)
+    ref_dir = tmp_path / "ref_out"
+    (tmp_path / "ref.yaml").write_text(SPEC.format(out=ref_dir))
+    run_plan(make_plan(load_spec(str(tmp_path / "ref.yaml"))), LocalExecutor())
+    ref = _tables(ref_dir / "ck")
+    pd.testing.assert_frame_equal(got[0].drop(columns=["sweep"], errors="ignore"),
+                                  ref[0].drop(columns=["sweep"], errors="ignore"),
+                                  check_exact=False, rtol=1e-12, atol=1e-12)
+    pd.testing.assert_frame_equal(got[1], ref[1], check_exact=False, rtol=1e-12, atol=1e-12)
+    assert "not used" not in capsys.readouterr().err
+
+
+def test_unusable_checkpoint_one_line_and_step_zero(tmp_path, capsys):
+    spec = _spec(tmp_path)
+    plan = _cut(spec, [60, 60])
+    d = tmp_path / "out" / "ck" / "checkpoints"
+    a, b = (c.config_hash() for c in plan.todo)
+    state = next(f for f in os.listdir(d / a) if "state" in f)
+    with open(d / a / state, "r+b") as f:  # damaged
+        f.seek(os.path.getsize(d / a / state) // 2)
+        f.write(b"\0garbage\0")
+    delta = sorted(f for f in os.listdir(d / b) if "delta" in f)[0]
+    os.remove(d / b / delta)  # a broken chain
+    capsys.readouterr()
+    writer = run_plan(make_plan(spec), LocalExecutor())
+    err = capsys.readouterr().err.splitlines()
+    lines = [ln for ln in err if "not used" in ln]
+    assert len(lines) == 2 and any(a in ln and "damaged" in ln for ln in lines)
+    assert any(b in ln and "missing" in ln for ln in lines)
+    assert all(s.checkpoint_step is None for o in writer.outcomes for s in o.result.seeds)
+
+
+def test_status_repair_removes_orphans_and_temp_files(tmp_path):
+    spec = _spec(tmp_path)
+    plan = _cut(spec, [60, 60])
+    run_plan(make_plan(spec), LocalExecutor())
+    d = tmp_path / "out" / "ck" / "checkpoints"
+    cfg = plan.todo[0]
+    # the driver died between the rows and the removal: the checkpoint is an orphan
+    ch = checkpoints.Channel()
+    ch.open(spec.sweep_dir, [])
+    with pytest.raises(Killed):
+        run_trial(cfg, checkpoints=ChannelHook(ch, 25, kill=30))
+    (d / cfg.config_hash() / ".tmp-x.state.npz.1234").write_bytes(b"partial")
+    assert os.listdir(d / cfg.config_hash())
+    status_repair(spec.sweep_dir)
+    assert not os.path.exists(d / cfg.config_hash())
+
+
+def test_chain_survives_the_file_round_trip(tmp_path):
+    cfg = _cfg()
+    files = checkpoints.Files(str(tmp_path))
+    ch = checkpoints.Channel()
+    ch.files = files
+    with pytest.raises(Killed):
+        run_trial(cfg, checkpoints=ChannelHook(ch, 10, kill=47))
+    chain, why = files.load(cfg.config_hash())
+    assert why is None and len(chain.deltas) == 4
+    got = restore(chain, cfg.config_hash())
+    assert got.step == 40 and sorted(got.seeds) == [0, 1]
+    assert [r["step"] for r in got.seeds[0].rows] == [0, 10, 20, 30, 40]
+
+
+def test_sigterm_runs_on_term_before_interrupting():
+    """The graceful stop asks for checkpoints from the signal handler, while the trials run."""
+    import signal
+    import time
+
+    from grokray.sweep.interrupt import Interrupted, on_signals
+
+    calls = []
+    with on_signals() as sig:
+        sig.on_term = lambda: calls.append(sig.received)
+        with pytest.raises(Interrupted) as exc:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+    assert calls == [signal.SIGTERM] and exc.value.exit_code == 143
+    with on_signals() as sig:
+        sig.on_term = lambda: calls.append("no")
+        with pytest.raises(Interrupted):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+    assert calls == [signal.SIGTERM]  # Ctrl-C asks nothing
+
+
+def test_continued_run_cut_short_resumes_and_equals_a_run_never_cut(tmp_path):
+    """A run continued from a smaller budget (grokray.sweep.continuing), cut short and resumed
+    from its checkpoint, gives the rows of a run at the larger budget from step 0."""
+    def spec(out, steps):
+        p = tmp_path / f"ck{steps}.yaml"
+        p.write_text(SPEC.format(out=out).replace("steps: 120", f"steps: {steps}"))
+        return load_spec(str(p))
+
+    out = tmp_path / "out"
+    run_plan(make_plan(spec(out, 60)), LocalExecutor())
+    s120 = spec(out, 120)
+    plan = _cut(s120, [37, 37])
+    assert all(c.resume.step == 60 for c in plan.todo)  # continued from 60, lost at 97
+    run_plan(make_plan(s120), LocalExecutor())
+    t = pd.concat(pd.read_parquet(p) for p in (out / "ck" / "trials").glob("*.parquet"))
+    t = t[t["steps"] == 120]
+    assert set(t["checkpoint_step"]) == {85} and set(t["continued_from_step"]) == {60}
+    ref_out = tmp_path / "ref"
+    run_plan(make_plan(spec(ref_out, 120)), LocalExecutor())
+    drop = ["continued_from", "continued_from_step"]
+    t1, c1 = _tables(out / "ck")
+    t1 = t1[t1["steps"] == 120].reset_index(drop=True)
+    c1 = c1[c1["config_hash"].isin(set(t1["config_hash"]))].reset_index(drop=True)
+    t0, c0 = _tables(ref_out / "ck")
+    pd.testing.assert_frame_equal(t1.drop(columns=drop), t0.drop(columns=drop),
+                                  check_exact=False, rtol=1e-12, atol=1e-12)
+    pd.testing.assert_frame_equal(c1, c0, check_exact=False, rtol=1e-12, atol=1e-12)
