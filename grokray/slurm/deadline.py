@@ -56,15 +56,17 @@ def fitting(configs: Sequence[Any], seconds: Sequence[float | None], slots: int,
             ) -> tuple[list[int], list[int]]:
     """Indices of `configs` that fit in `left` seconds on `slots` slots, laid longest first as
     the executors take them (a slot takes the next config as soon as it is free), and of the
-    rest. A config fits when it would reach the end of its `needs` (default: its `seconds`;
-    with checkpoints, its first checkpoint) before `left`; it holds its slot for its
+    rest. A config fits when it would reach its end, or sooner its first checkpoint (`needs`:
+    seconds to it, None without checkpoints), before `left`; it holds its slot for its
     `seconds`. A config without an estimate fits whenever a slot is free before `left`."""
     order = sorted(range(len(configs)), key=lambda i: -(seconds[i] or 0.0))
     free = [0.0] * max(1, slots)
     fits, rest = [], []
     for i in order:
         start = free[0]
-        need = (needs[i] if needs is not None and needs[i] is not None else seconds[i]) or 0.0
+        need = seconds[i] or 0.0
+        if needs is not None and needs[i] is not None and seconds[i]:
+            need = min(need, needs[i])  # a trial shorter than its checkpoint interval: its end
         if start + need <= left and start < left:
             heapq.heapreplace(free, start + (seconds[i] or 0.0))
             fits.append(i)

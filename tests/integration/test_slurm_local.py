@@ -123,11 +123,12 @@ def _assert_rows_once(df: pd.DataFrame, n: int) -> None:
 
 def test_time_limit_requeues_and_finishes(tmp_path):
     """A sweep of about two allocations' work: Slurm signals the batch shell before the limit,
-    the driver writes what finished and exits 143, the job requeues itself and the next run
-    finishes the rest; every (config, seed) has one row."""
+    the driver asks the running trials to checkpoint, writes what finished and exits 143, the
+    job requeues itself and the next run finishes the rest, at least one trial resumed from its
+    checkpoint at a step > 0; every (config, seed) has one row."""
     # Z13 at 5,000 steps: 420,000 pair-steps, not tiny, so each config is a Tune trial of its
     # own (tiny ones share a call, whose results come back only at its end)
-    spec = _spec(tmp_path, "long", n=6, steps=5000, group="Z13")
+    spec = _spec(tmp_path, "long", n=8, steps=5000, group="Z13")
     job = _submit(spec, "--time", "00:03:00", "--signal-lead", "60", "--cpus-per-node", "2",
                   "--max-requeues", "6")
     info = _wait(job, timeout=1800)
@@ -136,7 +137,11 @@ def test_time_limit_requeues_and_finishes(tmp_path):
     assert info["JobState"] == "COMPLETED", log
     assert int(info["Restarts"]) >= 1, log
     assert "requeued (run 1 of at most 7)" in log
-    _assert_rows_once(_rows(sweep), 8)
+    df = _rows(sweep)
+    _assert_rows_once(df, 8)
+    # the signal asked the running trials to checkpoint; the next run resumed from there
+    assert "asked the running trials to checkpoint" in log
+    assert (df["checkpoint_step"].fillna(0) > 0).any(), df["checkpoint_step"].tolist()
     # the lock of run 0 was released on its way out, or taken over by run 1 (same job)
     assert "being written by another grokray process" not in log
 

@@ -86,9 +86,10 @@ def test_fitting_lays_longest_first_on_slots():
     assert fits == [] and len(rest) == 6
     # with checkpoints every 60 s a trial needs only reach its first one: f (200 s) starts at
     # 0 and holds its slot for its whole estimate; a 0-50, c 50-90, b 90-100; d would end at 120
-    needs = [min(s, 60.0) if s else None for s in secs]
-    fits, rest = fitting(cfgs, secs, 2, 100.0, needs)
+    fits, rest = fitting(cfgs, secs, 2, 100.0, [60.0] * 6)
     assert [cfgs[i] for i in fits] == list("abcf") and [cfgs[i] for i in rest] == list("de")
+    # a checkpoint interval longer than the trials (the default 600 s): each needs its end
+    assert fitting(cfgs, secs, 2, 100.0, [600.0] * 6) == fitting(cfgs, secs, 2, 100.0)
 
 
 def test_deadline_lines():
