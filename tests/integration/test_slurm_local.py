@@ -30,7 +30,8 @@ BIN = Path(sys.prefix) / "bin"
 SPEC = """\
 name: {name}
 out: {out}
-config: {{group: {group}, arch: mlp, device: cpu, train_frac: 0.5, metrics: {{patience: 0}}}}
+config: {{group: {group}, arch: mlp, device: cpu, train_frac: 0.5, metrics: {{patience: 0}},
+          checkpoint_every: {ck}}}
 axes:
   optim.weight_decay: {wds}
 seeds: {seeds}
@@ -73,11 +74,11 @@ def _gpus() -> int:
 
 
 def _spec(tmp: Path, name: str, n: int = 2, seeds: int = 1, steps: int = 200,
-          group: str = "Z5", gpu: float = 0, conc: int = 2) -> Path:
+          group: str = "Z5", gpu: float = 0, conc: int = 2, ck: float = 600) -> Path:
     wds = [round(0.1 * (i + 1), 1) for i in range(n)]
     p = tmp / f"{name}.yaml"
     p.write_text(SPEC.format(name=name, out=tmp / "results", group=group, wds=wds,
-                             seeds=seeds, steps=steps, gpu=gpu, conc=conc))
+                             seeds=seeds, steps=steps, gpu=gpu, conc=conc, ck=ck))
     return p
 
 
@@ -126,9 +127,11 @@ def test_time_limit_requeues_and_finishes(tmp_path):
     the driver asks the running trials to checkpoint, writes what finished and exits 143, the
     job requeues itself and the next run finishes the rest, at least one trial resumed from its
     checkpoint at a step > 0; every (config, seed) has one row."""
-    # Z13 at 5,000 steps: 420,000 pair-steps, not tiny, so each config is a Tune trial of its
-    # own (tiny ones share a call, whose results come back only at its end)
-    spec = _spec(tmp_path, "long", n=8, steps=5000, group="Z13")
+    # Z13 at 20,000 steps: not tiny, so each config is a Tune trial of its own (tiny ones share
+    # a call, whose results come back only at its end); 12 of them, 25-70 s each here, are more
+    # than one 3-minute allocation's work on 2 slots. Checkpoints every 20 s: a trial need only
+    # reach its first one before the limit, so trials start that the signal then cuts
+    spec = _spec(tmp_path, "long", n=12, steps=20000, group="Z13", ck=20)
     job = _submit(spec, "--time", "00:03:00", "--signal-lead", "60", "--cpus-per-node", "2",
                   "--max-requeues", "6")
     info = _wait(job, timeout=1800)
@@ -138,7 +141,7 @@ def test_time_limit_requeues_and_finishes(tmp_path):
     assert int(info["Restarts"]) >= 1, log
     assert "requeued (run 1 of at most 7)" in log
     df = _rows(sweep)
-    _assert_rows_once(df, 8)
+    _assert_rows_once(df, 12)
     # the signal asked the running trials to checkpoint; the next run resumed from there
     assert "asked the running trials to checkpoint" in log
     assert (df["checkpoint_step"].fillna(0) > 0).any(), df["checkpoint_step"].tolist()
