@@ -82,6 +82,20 @@ def _spec(tmp: Path, name: str, n: int = 2, seeds: int = 1, steps: int = 200,
     return p
 
 
+def _steps_for(seconds: float) -> int:
+    """Steps of a Z13 MLP trial that take about `seconds` on this machine now (timed on 2,000
+    steps in this process)."""
+    from grokray.config import TrialConfig
+    from grokray.trial import run_trial
+
+    cfg = TrialConfig.from_dict({"group": "Z13", "arch": "mlp", "device": "cpu",
+                                 "train_frac": 0.5, "steps": 2000, "eval_every": 100,
+                                 "seeds": [0], "metrics": {"patience": 0}})
+    t0 = time.perf_counter()
+    run_trial(cfg)
+    return max(2000, int(2000 * seconds / (time.perf_counter() - t0)) // 100 * 100)
+
+
 def _submit(spec: Path, *args: str) -> str:
     p = subprocess.run([str(BIN / "grokray"), "slurm", str(spec), *args], env=_env(),
                        capture_output=True, text=True, timeout=120, cwd=spec.parent)
@@ -127,11 +141,11 @@ def test_time_limit_requeues_and_finishes(tmp_path):
     the driver asks the running trials to checkpoint, writes what finished and exits 143, the
     job requeues itself and the next run finishes the rest, at least one trial resumed from its
     checkpoint at a step > 0; every (config, seed) has one row."""
-    # Z13 at 20,000 steps: not tiny, so each config is a Tune trial of its own (tiny ones share
-    # a call, whose results come back only at its end); 12 of them, 25-70 s each here, are more
-    # than one 3-minute allocation's work on 2 slots. Checkpoints every 20 s: a trial need only
-    # reach its first one before the limit, so trials start that the signal then cuts
-    spec = _spec(tmp_path, "long", n=12, steps=20000, group="Z13", ck=20)
+    # Z13 configs, not tiny, so each is a Tune trial of its own (tiny ones share a call, whose
+    # results come back only at its end), sized on this machine now to about 35 s each: 12 of
+    # them are about two 3-minute allocations' work on 2 slots. Checkpoints every 20 s: a trial
+    # need only reach its first one before the limit, so trials start that the signal cuts
+    spec = _spec(tmp_path, "long", n=12, steps=_steps_for(35.0), group="Z13", ck=20)
     job = _submit(spec, "--time", "00:03:00", "--signal-lead", "60", "--cpus-per-node", "2",
                   "--max-requeues", "6")
     info = _wait(job, timeout=1800)
