@@ -80,7 +80,7 @@ def test_interrupt_keeps_finished_trials_writes_the_ledger_and_resumes(tmp_path,
             raise Interrupted(signal.SIGINT)
         return run_trial(cfg)
 
-    monkeypatch.setattr(worker_calls, "default_trial_fn", lambda: stop_on_second)
+    monkeypatch.setattr(worker_calls, "default_trial_fn", lambda hook=None: stop_on_second)
     assert main(["reproduce", "--out", str(out), "--local", "--plain"]) == 130
     cap = capsys.readouterr()
     assert "interrupted during tiny_a" in cap.err
@@ -89,7 +89,7 @@ def test_interrupt_keeps_finished_trials_writes_the_ledger_and_resumes(tmp_path,
     times = json.loads((out / reproduce.TIMES).read_text())
     assert len(times) == 1 and times[0]["interrupted"] and times[0]["trials"] == 1
 
-    monkeypatch.setattr(worker_calls, "default_trial_fn", lambda: run_trial)
+    monkeypatch.setattr(worker_calls, "default_trial_fn", lambda hook=None: run_trial)
     assert main(["reproduce", "--out", str(out), "--local", "--plain"]) == 0
     assert len(_rows(out, "tiny_a")) == 8 and len(_rows(out, "tiny_b")) == 8
     assert "[1/3]" in capsys.readouterr().err  # only the 3 missing trials of tiny_a ran

@@ -177,7 +177,7 @@ def test_driver_asks_running_trials_to_checkpoint(tmp_path):
     from grokray.sweep.session import RaySession
     from grokray.sweep.writer import run_plan
 
-    spec = _spec(tmp_path, steps=3000, every=3600)
+    spec = _spec(tmp_path, steps=20000, every=3600)
     plan = make_plan(spec)
     h = plan.todo[0].config_hash()
     got = {}

@@ -145,6 +145,7 @@ def test_tune_runs_a_lost_pack_again_one_config_a_trial():
     one-config trials (packs of 1), so one bad config cannot fail the others (no Ray needed:
     the fit is replaced)."""
     from grokray.config import TrialConfig
+    from grokray.sweep.executors.calls import WorkerCall
     from grokray.sweep.executors.tune import TuneExecutor
 
     class Session:
@@ -160,11 +161,11 @@ def test_tune_runs_a_lost_pack_again_one_config_a_trial():
     cfgs = [TrialConfig.from_dict({"group": "S3", "optim.lr": lr}) for lr in (1e-3, 2e-3, 3e-3)]
     fits = []
 
-    def fake_fit(batches, search, sink, packs=()):
-        fits.append(([len(b) for b in batches], list(packs)))
-        return [(list(batches[0]), None, "worker died")] if len(fits) == 1 else []
+    def fake_fit(calls, search, sink):
+        fits.append([(len(c.configs), c.packed) for c in calls])
+        return [(calls[0], None, "worker died")] if len(fits) == 1 else []
 
     ex = TuneExecutor(Session(), name="x", storage_path="/nonexistent", retries=1, pack=3)
     ex._fit = fake_fit
-    ex._rounds([cfgs], None, helpers.Recorder(), [3])
-    assert fits == [([3], [3]), ([1, 1, 1], [1, 1, 1])]
+    ex._rounds([WorkerCall(cfgs, packed=True)], None, helpers.Recorder())
+    assert fits == [[(3, True)], [(1, False), (1, False), (1, False)]]

@@ -78,8 +78,8 @@ def test_each_scale_reads_its_own_sweep(out):
     assert "median grok step 200" in cpu.measured.detail
     assert paper.sweep_dir == str(out / "nonabelian_paper")
     assert paper.measured.value == pytest.approx(1 / 9) and paper.verdict == L.SAME_DIRECTION
-    assert paper.measured.detail.startswith("MLP grokked 1/9; FORGE grokked 9/9, median grok "
-                                            "step 300")
+    assert paper.measured.detail.startswith("MLP grokked 1/9 (interval over 3 groups); FORGE "
+                                            "grokked 9/9, median grok step 300")
     assert paper.command.startswith("grokray sweep sweeps/paper/nonabelian.yaml --out ")
     # the claims with no paper-scale rows are 'not run' there, naming the dir they would read
     for r in both.columns["paper"]:

@@ -67,7 +67,7 @@ def test_the_toy_family_writes_four_members_and_gets_the_rest():
     assert own == {"__init__", "count_params", "logits", "embedding"}
     members = {k for k in vars(Model) if not k.startswith("_")} | set(Model.__annotations__)
     defaults = set(dir(BaseModel)) | set(BaseModel.__annotations__)  # params: set in __init__
-    assert len(members) == 16 and members <= own | defaults
+    assert len(members) == 18 and members <= own | defaults
     m = cls(TrialConfig.from_dict({"arch": "bilinear", "bilinear.d": 4}), 5, 5, [0, 1, 2])
     a, b, y = torch.tensor([0, 1, 4]), torch.tensor([2, 2, 3]), torch.tensor([[1, 0, 2]] * 3)
     assert not m.has_aux and m.pair_floats == 0 and m.aux_weight(0, 10) == 0.0
