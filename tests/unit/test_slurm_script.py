@@ -5,6 +5,7 @@ that only the job's own Ray is stopped."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -111,6 +112,19 @@ def _stop_listeners(tmp: Path) -> None:
             pass
 
 
+@contextlib.contextmanager
+def _job(tmp: Path, opts: JobOptions, **kw):
+    """The script running under bash (`_start`); on leaving, the stand-ins' listeners are
+    stopped and a script still running is killed."""
+    p = _start(tmp, opts, **kw)
+    try:
+        yield p
+    finally:
+        _stop_listeners(tmp)
+        if p.poll() is None:
+            p.kill()
+
+
 def _log(tmp: Path) -> str:
     return (tmp / "log").read_text()
 
@@ -144,8 +158,7 @@ def test_conda_prefix_goes_on_path(tmp_path):
 
 
 def test_driver_gets_head_address_ports_and_token(tmp_path):
-    p = _start(tmp_path, _opts(tmp_path), job=4321)
-    try:
+    with _job(tmp_path, _opts(tmp_path), job=4321) as p:
         _wait_for(tmp_path / "driver_ready")
         args = (tmp_path / "driver_args").read_text().split()
         env = dict(ln.split("=", 1) for ln in (tmp_path / "driver_env").read_text().splitlines()
@@ -163,10 +176,6 @@ def test_driver_gets_head_address_ports_and_token(tmp_path):
         assert "--exclude=n1 bash -c ray_node worker" in log
         p.send_signal(signal.SIGUSR1)  # Slurm's signal before the time limit
         out, _ = p.communicate(timeout=60)
-    finally:
-        _stop_listeners(tmp_path)
-        if p.poll() is None:
-            p.kill()
     log = _log(tmp_path)
     assert "driver got TERM" in log
     assert log.count("stopped") == 2  # both Ray steps, each stopped by its own pid
@@ -175,15 +184,10 @@ def test_driver_gets_head_address_ports_and_token(tmp_path):
 
 
 def test_user_stop_is_not_requeued(tmp_path):
-    p = _start(tmp_path, _opts(tmp_path, nodes=1))
-    try:
+    with _job(tmp_path, _opts(tmp_path, nodes=1)) as p:
         _wait_for(tmp_path / "driver_ready")
         p.send_signal(signal.SIGTERM)  # scancel --batch --signal=TERM
         out, _ = p.communicate(timeout=60)
-    finally:
-        _stop_listeners(tmp_path)
-        if p.poll() is None:
-            p.kill()
     log = _log(tmp_path)
     assert "driver got TERM" in log and "requeue" not in log
     assert "ray_node worker" not in log  # one node: no worker step
@@ -197,11 +201,8 @@ def test_user_stop_is_not_requeued(tmp_path):
     (0, 0, False),                  # done
 ])
 def test_requeue_decision(tmp_path, rc, restart, requeued):
-    p = _start(tmp_path, _opts(tmp_path, nodes=1), restart=restart, rc=rc)
-    try:
+    with _job(tmp_path, _opts(tmp_path, nodes=1), restart=restart, rc=rc) as p:
         out, _ = p.communicate(timeout=60)
-    finally:
-        _stop_listeners(tmp_path)
     assert ("scontrol requeue" in _log(tmp_path)) is requeued, out
     assert p.returncode == (0 if requeued else rc)
     if rc == EXIT_MORE_TO_DO and not requeued:
