@@ -1,14 +1,15 @@
 """Which 95% interval of the power law's alpha covers the truth when groups carry an effect?
 
-Known truth in the trials schema (scripts/powerlaw_coverage.py's simulator): grok steps
-c |G|^alpha exp(u_group + e_run), u ~ N(0, 0.3^2), e ~ N(0, 0.2^2), c 732, at the CPU ledger's
-13 groups and the 20-group scaling family, 3 and 5 seeds, 0 / 20 / 40% of runs censored at one
-budget, alpha 0.17 and 0.5; plus the same without a group effect (u = 0). For every candidate
-of grokray_analysis.grouped: the share of data sets whose interval covers alpha, and the median
-width. The selection rule: among the candidates covering 90-97% on average over the scenarios
-with a group effect, the narrowest. Then the time of the group bootstrap (999 resamples, every
-resample refitted at once by grokray_analysis.tobit) against the same resamples refitted one by
-one with lifelines' LogNormalAFTFitter (a plain reference; 20 of them timed, scaled to 999).
+Known truth in the trials schema (grokray_analysis.simulate, through
+scripts/powerlaw_coverage.py): grok steps c |G|^alpha exp(u_group + e_run), u ~ N(0, 0.3^2), e ~
+N(0, 0.2^2), c 732, at the CPU ledger's 13 groups and the 20-group scaling family, 3 and 5
+seeds, 0 / 20 / 40% of runs censored at one budget, alpha 0.17 and 0.5; plus the same without a
+group effect (u = 0). For every candidate of grokray_analysis.grouped: the share of data sets
+whose interval covers alpha, and the median width. The selection rule: among the candidates
+covering 90-97% on average over the scenarios with a group effect, the narrowest. Then the time
+of the group bootstrap (999 resamples, every resample refitted at once by
+grokray_analysis.tobit) against the same resamples refitted one by one with lifelines'
+LogNormalAFTFitter (a plain reference; 20 of them timed, scaled to 999).
 
     python benchmarks/bench_powerlaw_groups.py                 # 200 data sets per scenario
     python benchmarks/bench_powerlaw_groups.py --sims 40       # quick look
@@ -26,10 +27,11 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from powerlaw_coverage import coverage, parser, simulate  # noqa: E402
+from powerlaw_coverage import coverage, parser  # noqa: E402
 
 from grokray_analysis.grouped import CANDIDATES, group_interval  # noqa: E402
 from grokray_analysis.powerlaw import _aft  # noqa: E402
+from grokray_analysis.simulate import arrays, simulate  # noqa: E402
 
 
 def scenarios(quick: bool):
@@ -46,15 +48,14 @@ def scenarios(quick: bool):
 def timing(n_boot: int) -> tuple[float, float]:
     """Seconds of one 999-resample group bootstrap: batched vs lifelines one by one."""
     rng = np.random.default_rng(7)
-    df = simulate(rng, (6, 8, 8, 12, 12, 12, 18, 21, 24, 27, 60, 97, 120), 5, 732, 0.17, 0.2,
-                  1600.0, 0.3)
-    ev = (df["status"] == "grokked").to_numpy()
+    df = simulate(rng, (6, 8, 8, 12, 12, 12, 18, 21, 24, 27, 60, 97, 120), 5, c=732,
+                  alpha=0.17, sigma=0.2, budget=1600.0, group_sd=0.3)
+    x, y, ev, groups = arrays(df)
     t = np.where(ev, df["grok_step"], df["steps_run"]).astype(float)
-    x = np.log(df["group_order"].to_numpy(float))
     t0 = time.process_time()
-    group_interval(x, np.log(t), ev, df["group"], "bootstrap", n_boot=n_boot)
+    group_interval(x, y, ev, groups, "bootstrap", n_boot=n_boot)
     batched = time.process_time() - t0
-    g = pd.factorize(df["group"])[0]
+    g = pd.factorize(groups)[0]
     G = g.max() + 1
     k = 20
     t0 = time.process_time()

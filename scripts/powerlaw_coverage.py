@@ -1,7 +1,7 @@
 """Coverage of the power-law exponent's 95% intervals on known truth, with group effects.
 
-Simulates trials tables in the real schema (group, group_order, seed, arm, status, grok_step,
-steps_run) with grok steps
+Simulates trials tables in the real schema (grokray_analysis.simulate: group, group_order, seed,
+arm, status, grok_step, steps_run) with grok steps
 
     T = c * |G|^alpha * exp(u_group + e_run),   u ~ N(0, group_sd^2),  e ~ N(0, sigma^2),
 
@@ -23,10 +23,10 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-import pandas as pd
 
 from grokray_analysis.grouped import CANDIDATES, group_interval
 from grokray_analysis.powerlaw import fit_power_law
+from grokray_analysis.simulate import arrays, budget_for, simulate
 
 ORDERS = {
     # the CPU ledger's scaling sweep: S3 D4 Q8 A4 Dic3 D6 S3xZ3 F21 S4 Heis3 A5 Z97 S5
@@ -39,46 +39,18 @@ ORDERS = {
 }
 
 
-def budget_for(p: float, orders, c, alpha, group_sd, sigma, rng) -> float:
-    """The budget that censors a share p of the runs on average (inf for p = 0)."""
-    if p <= 0:
-        return float("inf")
-    x = np.log(np.asarray(orders, float))
-    draws = np.log(c) + alpha * x[None, :] + rng.normal(0, np.hypot(group_sd, sigma),
-                                                         (20000, len(x)))
-    return float(np.exp(np.quantile(draws, 1 - p)))
-
-
-def simulate(rng, orders, seeds, c, alpha, sigma, budget, group_sd=0.0) -> pd.DataFrame:
-    """One trials table: one group per entry of `orders` (equal orders are distinct groups)."""
-    rows = []
-    for j, n in enumerate(orders):
-        u = group_sd * rng.normal()
-        for s in range(seeds):
-            t = c * n**alpha * np.exp(u + sigma * rng.normal())
-            ok = t <= budget
-            run = budget if np.isfinite(budget) else t
-            rows.append({"group": f"G{j}_{n}", "group_order": float(n), "seed": s, "arm": "a",
-                         "status": "grokked" if ok else "not_grokked",
-                         "grok_step": float(t) if ok else np.nan, "steps_run": float(run)})
-    return pd.DataFrame(rows)
-
-
 def coverage(args, sims: int, rng: np.random.Generator, methods=CANDIDATES) -> dict:
     """{method: (covered alpha, covered c, widths of alpha's interval, fits, estimates)} and
     the mean censored share over `sims` data sets of one scenario."""
     orders = ORDERS.get(args.groups) or tuple(float(o) for o in args.groups.split(","))
-    budget = (args.budget if args.budget else
-              budget_for(args.censored, orders, args.c, args.alpha, args.group_sd, args.sigma,
-                         np.random.default_rng(12345)))
+    truth = dict(c=args.c, alpha=args.alpha, sigma=args.sigma, group_sd=args.group_sd)
+    budget = args.budget if args.budget else budget_for(args.censored, orders, **truth)
     out = {m: [0, 0, [], 0, []] for m in methods}
     cens = []
     for _ in range(sims):
-        df = simulate(rng, orders, args.seeds, args.c, args.alpha, args.sigma, budget,
-                      args.group_sd)
+        df = simulate(rng, orders, args.seeds, budget=budget, **truth)
         cens.append(float((df["status"] != "grokked").mean()))
-        ev = (df["status"] == "grokked").to_numpy()
-        t = np.where(ev, df["grok_step"], df["steps_run"]).astype(float)
+        x, y, ev, g = arrays(df)
         for m in methods:
             if m == "ols":
                 f = fit_power_law(df, "a", method="ols", n_boot=0)
@@ -89,8 +61,8 @@ def coverage(args, sims: int, rng: np.random.Generator, methods=CANDIDATES) -> d
                 ok, lo, hi = f.fitted, (np.log(f.c_ci[0]), f.alpha_ci[0]), \
                     (np.log(f.c_ci[1]), f.alpha_ci[1])
             else:
-                r = group_interval(np.log(df["group_order"]), np.log(t), ev, df["group"], m,
-                                   n_boot=args.n_boot, seed=int(rng.integers(2**31)))
+                r = group_interval(x, y, ev, g, m, n_boot=args.n_boot,
+                                   seed=int(rng.integers(2**31)))
                 ok, lo, hi, f = not r.reason, r.lo, r.hi, r
             if not ok:
                 continue

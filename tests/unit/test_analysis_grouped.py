@@ -8,34 +8,19 @@ import pytest
 from grokray_analysis import tobit
 from grokray_analysis.grouped import group_interval
 from grokray_analysis.powerlaw import _aft, compare_alpha, fit_power_law
+from grokray_analysis.simulate import arrays, budget_for, label, simulate
 
 LEDGER = (6, 8, 8, 12, 12, 12, 18, 21, 24, 27, 60, 97, 120)  # the CPU ledger's 13 orders
 PAPER = LEDGER + (125, 168, 360, 660, 720, 1009, 2520)  # the 20-group scaling family
+TRUTH = {"c": 732.0, "group_sd": 0.3, "sigma": 0.2}  # the benchmark's group and run effects
 
 
-def simulate(rng, orders, seeds, alpha, budget, *, c=732.0, group_sd=0.3, sigma=0.2,
-             arm="a") -> pd.DataFrame:
-    """A trials table: one group per order entry, a shared group effect u, a run effect e."""
-    rows = []
-    for j, n in enumerate(orders):
-        u = group_sd * rng.normal()
-        for s in range(seeds):
-            t = c * n**alpha * np.exp(u + sigma * rng.normal())
-            ok = t <= budget
-            rows.append({"group": f"G{j}", "group_order": float(n), "seed": s, "arm": arm,
-                         "status": "grokked" if ok else "not_grokked",
-                         "grok_step": t if ok else np.nan, "steps_run": budget})
-    return pd.DataFrame(rows)
-
-
-def arrays(df):
-    ev = (df["status"] == "grokked").to_numpy()
-    t = np.where(ev, df["grok_step"], df["steps_run"]).astype(float)
-    return np.log(df["group_order"].to_numpy(float)), np.log(t), ev, df["group"].to_numpy()
+def sim(rng, orders, seeds, alpha, budget) -> pd.DataFrame:
+    return simulate(rng, orders, seeds, alpha=alpha, budget=budget, **TRUTH)
 
 
 def test_fast_censored_fit_equals_lifelines_and_weights_equal_copies():
-    df = simulate(np.random.default_rng(0), LEDGER, 5, 0.3, 1700.0)
+    df = sim(np.random.default_rng(0), LEDGER, 5, 0.3, 1700.0)
     x, y, ev, g = arrays(df)
     assert 0.2 < 1 - ev.mean() < 0.8  # real censoring
     X = np.column_stack([np.ones_like(x), x])
@@ -47,17 +32,18 @@ def test_fast_censored_fit_equals_lifelines_and_weights_equal_copies():
     V = tobit.covariance(f, X, y, ev)[:2, :2]
     assert V == pytest.approx(ref.variance_matrix_.loc[names, names].to_numpy(), rel=1e-4)
     # a weight of 2 is the run twice; a weight of 0 is the run left out
-    w = np.where(g == "G3", 2.0, np.where(g == "G5", 0.0, 1.0))
+    g3, g5 = label(3, LEDGER[3]), label(5, LEDGER[5])
+    w = np.where(g == g3, 2.0, np.where(g == g5, 0.0, 1.0))
     fw = tobit.fit_many(X, y, ev, w[None, :])
-    rows = np.concatenate([np.arange(len(y)), np.flatnonzero(g == "G3")])
-    rows = rows[g[rows] != "G5"]
+    rows = np.concatenate([np.arange(len(y)), np.flatnonzero(g == g3)])
+    rows = rows[g[rows] != g5]
     fc = tobit.fit(X[rows], y[rows], ev[rows])
     assert fw.beta[0] == pytest.approx(fc.beta, abs=1e-8)
 
 
 def test_cluster_sandwich_is_the_jackknife_size_and_not_the_per_run_one():
     # with a group effect the runs of a group move together: the per-run variance is too small
-    df = simulate(np.random.default_rng(4), PAPER, 5, 0.17, np.inf)
+    df = sim(np.random.default_rng(4), PAPER, 5, 0.17, np.inf)
     x, y, ev, g = arrays(df)
     run = group_interval(x, y, ev, g, "per-run")
     clu = group_interval(x, y, ev, g, "cluster")
@@ -76,19 +62,12 @@ SCENARIOS = [  # (orders, seeds, alpha, share censored)
 ]
 
 
-def budget_for(orders, alpha, share, c=732.0, sd=0.36056) -> float:  # hypot(0.3, 0.2)
-    rng = np.random.default_rng(12345)
-    x = np.log(np.asarray(orders, float))
-    draws = np.log(c) + alpha * x[None, :] + rng.normal(0, sd, (20000, len(x)))
-    return float(np.exp(np.quantile(draws, 1 - share)))
-
-
 def coverage(orders, seeds, alpha, share, n, method, seed):
     rng = np.random.default_rng(seed)
-    budget = budget_for(orders, alpha, share)
+    budget = budget_for(share, orders, alpha=alpha, **TRUTH)
     hits = 0
     for _ in range(n):
-        r = group_interval(*arrays(simulate(rng, orders, seeds, alpha, budget)), method)
+        r = group_interval(*arrays(sim(rng, orders, seeds, alpha, budget)), method)
         hits += r.lo[1] < alpha < r.hi[1]
     return hits / n
 
@@ -114,7 +93,7 @@ def test_group_interval_coverage_grid(orders, seeds, share):
 
 
 def test_default_fit_reports_the_group_interval_and_the_per_run_one_beside_it():
-    df = simulate(np.random.default_rng(3), LEDGER, 5, 0.17, 1500.0)
+    df = sim(np.random.default_rng(3), LEDGER, 5, 0.17, 1500.0)
     f = fit_power_law(df, "a")
     clu = group_interval(*arrays(df), "cluster")
     assert f.interval == "group" and f.alpha_ci == pytest.approx(tuple(clu.lo[1:]) +
@@ -125,13 +104,14 @@ def test_default_fit_reports_the_group_interval_and_the_per_run_one_beside_it():
     b = fit_power_law(df, "a", interval="group-bootstrap", n_boot=400, seed=2)
     assert b.n_boot >= 360 and b.alpha_ci[0] < f.alpha < b.alpha_ci[1]
     # two groups: no group interval, the fit is still made and says why
-    full = simulate(np.random.default_rng(3), LEDGER, 5, 0.17, np.inf)
-    two = fit_power_law(full[full["group"].isin(["G0", "G12"])], "a")
+    full = sim(np.random.default_rng(3), LEDGER, 5, 0.17, np.inf)
+    ends = [label(0, LEDGER[0]), label(12, LEDGER[12])]
+    two = fit_power_law(full[full["group"].isin(ends)], "a")
     assert two.fitted and np.isnan(two.alpha_ci[0]) and "needs >= 3" in two.note
 
 
 def test_ols_group_interval_clusters_runs_and_medians_are_already_groups():
-    df = simulate(np.random.default_rng(5), LEDGER, 5, 0.3, np.inf)
+    df = sim(np.random.default_rng(5), LEDGER, 5, 0.3, np.inf)
     o = fit_power_law(df, "a", method="ols", n_boot=0)
     assert o.alpha_ci[1] - o.alpha_ci[0] > 1.3 * (o.alpha_run_ci[1] - o.alpha_run_ci[0])
     m = fit_power_law(df, "a", method="ols", medians=True, n_boot=0)
@@ -146,7 +126,7 @@ def two_arms(rng, shared: bool) -> pd.DataFrame:
     for arm in ("a", "b"):
         v = u if shared else rng.normal(0, 0.3, len(LEDGER))
         arms.append(pd.DataFrame([
-            {"group": f"G{j}", "group_order": float(o), "seed": s, "arm": arm,
+            {"group": label(j, o), "group_order": float(o), "seed": s, "arm": arm,
              "status": "grokked", "steps_run": 1e9,
              "grok_step": 732 * o**0.2 * np.exp(v[j] + 0.1 * rng.normal())}
             for j, o in enumerate(LEDGER) for s in range(5)]))

@@ -1,6 +1,7 @@
-"""Docs, the README, sweep headers, benchmarks and code comments describe the code as it is:
-no issue numbers ("issue 26", "#27"), no accounts of sessions ("session 30", "the fifth
-session") and no paths of the machine they were written on (/work/..., /root/..., /home/NAME)."""
+"""Docs, the README, sweep headers, the Ray cluster configs, benchmarks and code comments
+describe the code as it is: no issue numbers ("issue 26", "#27"), no accounts of sessions
+("session 30", "the fifth session") and no paths of the machine they were written on
+(/work/..., /root/..., /home/NAME)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ BAD = {
     "a session account": re.compile(rf"\bsessions? \d+\b|\b(?:{ORDINALS}) session\b", re.I),
     "a machine path": re.compile(r"/work/|/root/|/home/(?!<)\w"),
 }
-GLOBS = ("README.md", "docs/**/*.md", "docs/**/*.py", "sweeps/**/*.yaml", "benchmarks/**/*.py",
-         "benchmarks/**/*.md", "benchmarks/**/*.sh", "grokray/**/*.py", "analysis/**/*.py",
-         "scripts/**/*.py", "scripts/**/*.sh")
+GLOBS = ("README.md", "cluster.yaml", "cluster.onprem.yaml", "docs/**/*.md", "docs/**/*.py",
+         "sweeps/**/*.yaml", "benchmarks/**/*.py", "benchmarks/**/*.md", "benchmarks/**/*.sh",
+         "grokray/**/*.py", "analysis/**/*.py", "scripts/**/*.py", "scripts/**/*.sh")
 FILES = sorted({p for g in GLOBS for p in ROOT.glob(g) if p.is_file()})
 
 
@@ -39,7 +40,8 @@ def test_the_patterns():
 def test_the_scan_sees_the_files():
     names = {p.relative_to(ROOT).as_posix() for p in FILES}
     assert {"README.md", "docs/reproduction.md", "sweeps/smoke.yaml", "sweeps/cpu/scaling.yaml",
-            "benchmarks/README.md", "grokray/cli.py", "analysis/ledger/claims.py"} <= names
+            "benchmarks/README.md", "grokray/cli.py", "analysis/ledger/claims.py",
+            "cluster.yaml", "cluster.onprem.yaml"} <= names
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
