@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from grokray import __version__
@@ -48,7 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        rc = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that went away shows here, not in Python's exit flush
+        return rc
+    except BrokenPipeError:  # `grokray specs | head`: the reader closed the pipe; stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush
+        return 1  # as rich does for the commands that print through it
     except SpecError as exc:  # FILE:LINE: key: problem; what is valid (one line each)
         print(str(exc), file=sys.stderr)
         return 2

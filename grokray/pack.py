@@ -35,7 +35,7 @@ PER_MEMBER = (
     "steps", "seeds", "data_seed", "label",
     "optim.lr", "optim.weight_decay", "optim.lr_schedule", "optim.warmup_steps",
     "model.init_scale",
-    "forge.lambda_alg", "forge.lambda_schedule", "forge.lambda_end",
+    "forge.lambda_alg", "forge.lambda_schedule", "forge.lambda_end", "forge.lambda_steps",
     "forge.wd_embed", "forge.wd_dad", "forge.wd_other",
     "grokfast.filter", "grokfast.alpha", "grokfast.lamb", "grokfast.window", "grokfast.warmup",
     "resume.config_hash", "resume.files", "resume.copied",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import platform
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -108,8 +107,8 @@ def _git_commit() -> str | None:
 
 
 def provenance(device: str) -> dict[str, Any]:
-    """Provenance columns known at write time (versions, commit, host); the trial's own
-    (ray_node_id, cuda_visible_devices, times) come from its result."""
+    """Provenance columns known at write time (versions, commit); the trial's own (hostname,
+    ray_node_id, cuda_visible_devices, times) come from its result."""
     from grokray import __version__
 
     torch_mod = sys.modules.get("torch")
@@ -121,7 +120,6 @@ def provenance(device: str) -> dict[str, Any]:
         "ray_version": getattr(ray_mod, "__version__", None) if ray_mod else None,
         "python_version": platform.python_version(),
         "device": device,
-        "hostname": socket.gethostname(),
     }
 
 
@@ -162,8 +160,7 @@ def trial_frame(result: TrialResult, sweep: str, run_id: str) -> pd.DataFrame:
         for name, v in sorted(s.metrics.items()):
             row[f"{METRIC_PREFIX}{name}"] = _f(v)
         row.update(prov)
-        if result.hostname:  # where the trial ran (the driver's host: a lost trial's row)
-            row["hostname"] = result.hostname
+        row["hostname"] = result.hostname  # where the trial ran (None: a lost trial's row)
         row["ray_node_id"] = result.node_id
         row["cuda_visible_devices"] = result.cuda_visible_devices
         row["started_at"] = _utc(result.started_at)

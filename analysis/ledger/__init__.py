@@ -40,21 +40,25 @@ from grokray_analysis.ledger.measures import (
 )
 from grokray_analysis.ledger.output import ledger_table, write_ledger
 from grokray_analysis.ledger.verdicts import (
+    INCONCLUSIVE,
     NOT_RUN,
     OPPOSITE,
+    REGIONS,
     REPRODUCED,
     SAME_DIRECTION,
     VERDICTS,
+    regions_met,
+    tolerance_band,
     verdict_of,
 )
 
 __all__ = [
-    "BASE_SCALE", "CLAIMS", "MEASURES", "NAN2", "NOT_RUN", "OPPOSITE", "REPRODUCED",
-    "SAME_DIRECTION", "SCALES", "VERDICTS", "Claim", "Ledger", "LedgerRow", "Measured", "all_grok",
-    "axiom_lead", "bound_ci", "capacity", "claim", "drift_ratio", "eff_modes", "ledger",
-    "ledger_table", "load_claims", "measure", "median_grok_step", "mlp_fails", "never_groks",
-    "no_delay", "scaling_alpha", "speedup", "verdict_of", "wedderburn",
-    "write_ledger",
+    "BASE_SCALE", "CLAIMS", "INCONCLUSIVE", "MEASURES", "NAN2", "NOT_RUN", "OPPOSITE", "REGIONS",
+    "REPRODUCED", "SAME_DIRECTION", "SCALES", "VERDICTS", "Claim", "Ledger", "LedgerRow",
+    "Measured", "all_grok", "axiom_lead", "bound_ci", "capacity", "claim", "drift_ratio",
+    "eff_modes", "ledger", "ledger_table", "load_claims", "measure", "median_grok_step",
+    "mlp_fails", "never_groks", "no_delay", "regions_met", "scaling_alpha", "speedup",
+    "tolerance_band", "verdict_of", "wedderburn", "write_ledger",
 ]
 
 

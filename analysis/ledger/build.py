@@ -22,7 +22,13 @@ from grokray_analysis.errors import AnalysisError
 from grokray_analysis.ledger.claims import CLAIMS, SCALES, Claim
 from grokray_analysis.ledger.measures import MEASURES, Measured
 from grokray_analysis.ledger.sweeps import select, sweep_rows
-from grokray_analysis.ledger.verdicts import NOT_RUN, verdict_of
+from grokray_analysis.ledger.verdicts import (
+    INCONCLUSIVE,
+    NOT_RUN,
+    regions_met,
+    tolerance_band,
+    verdict_of,
+)
 
 
 @dataclass(frozen=True)
@@ -89,4 +95,9 @@ def _row(c: Claim, out: Path, read: dict[str, tuple[pd.DataFrame | None, str]],
         m = replace(m, detail=f"{m.detail}; {note}")
     v = m.verdict or verdict_of(c.paper_value, m.value, m.ci, null=c.null_value, log=c.log,
                                 tol=c.tol)
+    if v == INCONCLUSIVE and not m.verdict:
+        band = tolerance_band(c.paper_value, log=c.log, tol=c.tol)
+        met = regions_met(m.ci[0], m.ci[1], c.paper_value, band, null=c.null_value)
+        m = replace(m, detail=f"{m.detail}; the interval meets: {', '.join(met)} (band "
+                              f"{band[0]:.4g}-{band[1]:.4g}, null {c.null_value:g})")
     return LedgerRow(c, m, v, str(d), cmd)

@@ -30,7 +30,14 @@ from grokray_analysis.intervals import (
     median_ci,
     median_ratio_ci,
 )
-from grokray_analysis.ledger.verdicts import OPPOSITE, REPRODUCED, SAME_DIRECTION
+from grokray_analysis.ledger.verdicts import (
+    INCONCLUSIVE,
+    OPPOSITE,
+    REPRODUCED,
+    SAME_DIRECTION,
+    regions_met,
+    verdict_of,
+)
 from grokray_analysis.load import require_columns
 
 
@@ -202,8 +209,10 @@ def mlp_fails(T: pd.DataFrame, *, arm: str, base: str, max_median: float) -> Mea
 
 
 def all_grok(T: pd.DataFrame, *, arm: str, max_fail: float) -> Measured:
-    """Fraction of `arm`'s runs that grokked over every group of the sweep; the detail names the
-    groups where more than `max_fail` of the runs did not."""
+    """Fraction of `arm`'s runs that grokked over every group of the sweep (its interval over
+    the groups); the detail names the groups where more than `max_fail` of the runs did not.
+    A claim about the tested groups, decided on them: reproduced when no group fails more than
+    `max_fail` of its runs, opposite when no run groks, same direction otherwise."""
     runs = _arm(T, arm)
     r = _rate(runs, arm)
     G = int(runs["group"].nunique())
@@ -211,8 +220,9 @@ def all_grok(T: pd.DataFrame, *, arm: str, max_fail: float) -> Measured:
              > max_fail]
     detail = r.detail + f"; interval over {G} groups" + (
         f"; groups below {1 - max_fail:.0%}: " + ", ".join(fails) if fails else "")
+    verdict = REPRODUCED if not fails else OPPOSITE if r.grokked == 0 else SAME_DIRECTION
     return Measured(r.value, group_rate_ci(r.grokked, r.grokked + r.censored, G), r.grokked,
-                    r.censored, detail)
+                    r.censored, detail, verdict)
 
 
 def never_groks(T: pd.DataFrame) -> Measured:
@@ -282,8 +292,10 @@ def axiom_lead(T: pd.DataFrame, *, metric: str, arm: str) -> Measured:
 def drift_ratio(T: pd.DataFrame, *, system: str, invariant: str, arm: str, base: str,
                 paper_range: tuple[float, float], max_drift: float) -> Measured:
     """Median drift of `base` / that of `arm` on one Hamiltonian system, bootstrap interval
-    (runs resampled within each arm). Reproduced inside `paper_range`, same direction above 1,
-    opposite below; a ratio inside the range whose arm still drifts by `max_drift` or more
+    (runs resampled within each arm). The generic verdict with `paper_range` as the band
+    (grokray_analysis.ledger.verdicts): reproduced when the interval lies inside the range, same
+    direction when above 1 and outside it, opposite when below 1, inconclusive when it meets
+    more than one of these; a reproduced ratio whose arm still drifts by `max_drift` or more
     compares two failures: same direction, not reproduced."""
     col = f"metric_drift_{invariant}"
     if "hamiltonian_system" not in T or col not in T:
@@ -295,12 +307,17 @@ def drift_ratio(T: pd.DataFrame, *, system: str, invariant: str, arm: str, base:
         raise AnalysisError(f"no {col} runs on {system}")
     r, ci = median_ratio_ci(xb, xa)
     low, high = paper_range
-    verdict = REPRODUCED if low <= r <= high else SAME_DIRECTION if r > 1 else OPPOSITE
     detail = (f"{system} {invariant}: median drift {base} {np.median(xb):.3g} / {arm} "
               f"{np.median(xa):.3g} ({len(xb)} and {len(xa)} seeds)")
-    if verdict == REPRODUCED and np.median(xa) >= max_drift:
-        verdict = SAME_DIRECTION
+    met = set(regions_met(ci[0], ci[1], low, (low, high), null=1.0) if not np.any(np.isnan(ci))
+              else (verdict_of(low, r, NAN2, null=1.0, log=True, tol=0.0, band=(low, high)),))
+    if np.median(xa) >= max_drift:
         detail += f"; both arms drift by over {max_drift:.0%}: neither conserves the invariant"
+        met = {SAME_DIRECTION if v == REPRODUCED else v for v in met}
+    verdict = met.pop() if len(met) == 1 else INCONCLUSIVE
+    if verdict == INCONCLUSIVE:
+        detail += "; the interval meets: " + ", ".join(
+            v for v in (REPRODUCED, SAME_DIRECTION, OPPOSITE) if v in met)
     return Measured(r, ci, 0, 0, detail, verdict)
 
 

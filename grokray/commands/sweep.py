@@ -321,8 +321,12 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
                 if deadline is None:
                     run_sweep(plan, writer, session, pack_setting(args))
                 else:
+                    # the pace of trials that finish here scales the cost model's times
+                    # (not of packs: each config of one reports the whole pack's time)
+                    pack = pack_setting(args)
                     later = deadline.run(plan, lambda part: run_sweep(
-                        part, writer, session, pack_setting(args)), session)
+                        part, writer, session, pack), session,
+                        (lambda: writer.outcomes) if pack == 1 else None)
             finally:
                 if session is not None:  # asked while still connected: Ray's temp dir
                     logs = session.logs_dir()

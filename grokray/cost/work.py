@@ -40,7 +40,8 @@ def algebra_steps(cfg: Any) -> int:  # noqa: ANN401 - TrialConfig
         return 0
     if f.lambda_schedule == "constant":
         return cfg.steps
-    return min(cfg.steps, int(f.lambda_end * cfg.steps))
+    end = f.lambda_steps if f.lambda_steps is not None else int(f.lambda_end * cfg.steps)
+    return min(cfg.steps, end)
 
 
 def step_macs(cfg: Any, kind: str) -> float:  # noqa: ANN401 - TrialConfig

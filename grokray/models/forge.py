@@ -23,6 +23,7 @@ Config: the shared `model` section (d, rank, init_scale) and its own `forge` sec
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Iterator, Sequence
@@ -72,7 +73,13 @@ class ForgeConfig:
     lambda_schedule: str = choice("linear", ("linear", "constant", "cosine", "step", "off"))
     """lambda_alg(t): linear (decay to 0 at `lambda_end`), constant, cosine, step, off"""
     lambda_end: float = 0.5
-    """fraction of `steps` at which linear/cosine reach 0 and step drops to 0"""
+    """fraction of `steps` at which linear/cosine reach 0 and step drops to 0 (read when
+    `lambda_steps` is null)"""
+    lambda_steps: int | None = positive(None)
+    """the step at which linear/cosine reach 0 and step drops to 0, whatever the budget (then
+    `lambda_end` is not read, and a censored run can be continued at a larger budget); null:
+    `lambda_end` x `steps`, the budget-tied default. In the identity only when set
+    (`identity_reads`), so configs without it keep their config_hash"""
     alg_full_max: int = 64
     """L_assoc exactly over all |G|^3 triples while |G| <= this (the cheapest exact form,
     grokray.models.assoc.assoc_form); sampled above"""
@@ -343,7 +350,16 @@ class Forge(BaseModel):
             self.gens[i].set_state(torch.from_numpy(np.asarray(state["rng.model"]).copy()))
 
 
+def identity_reads(cfg: Any) -> tuple[str, ...]:  # noqa: ANN401 - TrialConfig
+    """The forge fields a config's identity covers: every field, except `lambda_steps` while it
+    is null (the field came after many rows were written: their hashes stay) and `lambda_end`
+    once it is set (the decay's end is then `lambda_steps`, not a share of the budget)."""
+    set_steps = cfg.forge.lambda_steps is not None
+    skip = "lambda_end" if set_steps else "lambda_steps"
+    return tuple(f"forge.{f.name}" for f in dataclasses.fields(ForgeConfig) if f.name != skip)
+
+
 FAMILY = Family("forge", model=Forge, train="gradient", pack=True, section="forge",
-                config=ForgeConfig, auto=_auto,
+                config=ForgeConfig, auto=_auto, section_reads=identity_reads,
                 shared=("model.d", "model.rank", "model.init_scale", "optim", "grokfast",
                         "metrics"))

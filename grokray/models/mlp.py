@@ -128,7 +128,10 @@ class MLP(BaseModel):
 
 
 def _reads(cfg: TrialConfig) -> tuple[str, ...]:
-    return ("model.rank", "forge") if cfg.model.matched_budget else ()
+    """A matched-budget MLP reads FORGE's rank and section (as FORGE's identity covers it)."""
+    if not cfg.model.matched_budget:
+        return ()
+    return ("model.rank", *get_family("forge").own_reads(cfg))
 
 
 def _auto(cfg: TrialConfig) -> dict[str, int]:

@@ -67,6 +67,11 @@ class Family:
     """further sections or fields a config of this family reads, by config (e.g. the MLP's
     matched budget reads `model.rank` and `forge`); None: none"""
 
+    section_reads: Callable[[Any], tuple[str, ...]] | None = None
+    """which fields of its own section a config's identity covers, fn(cfg) -> ("forge.f", ...)
+    (a field added later may enter only when set, so older configs keep their hash); None: the
+    whole section"""
+
     auto: Callable[[Any], dict[str, int]] | None = None
     """what the `auto` shape fields of `model` (`d`, `rank`) become for a config of this family,
     fn(cfg) -> {"d": ..., "rank": ...}; None: grokray.config.MODEL_AUTO (32, 256)"""
@@ -74,9 +79,14 @@ class Family:
     def reads(self, cfg: Any) -> tuple[str, ...]:
         """Every section or `section.field` a trial of this family reads (its identity covers
         exactly these)."""
-        own = (self.section,) if self.section else ()
         more = self.extra(cfg) if self.extra is not None else ()
-        return tuple(dict.fromkeys((*self.shared, *own, *more)))
+        return tuple(dict.fromkeys((*self.shared, *self.own_reads(cfg), *more)))
+
+    def own_reads(self, cfg: Any) -> tuple[str, ...]:
+        """What of its own section a config reads: `section_reads`, else the whole section."""
+        if self.section is None:
+            return ()
+        return self.section_reads(cfg) if self.section_reads is not None else (self.section,)
 
 
 _FAMILIES: dict[str, Family] = {}

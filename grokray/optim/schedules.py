@@ -35,7 +35,8 @@ def lr_at(step: int, optim: OptimConfig, total_steps: int) -> float:
 def lambda_alg(step: int, forge: Any, total_steps: int) -> float:
     """Weight of the algebra losses at step `step` (structure first, task later).
 
-    With T = lambda_end * total_steps and lam0 = forge.lambda_alg:
+    With T = forge.lambda_steps when set (a fixed step, whatever the budget), else
+    lambda_end * total_steps (a share of the budget), and lam0 = forge.lambda_alg:
     linear: lam0 * max(0, 1 - t/T); cosine: lam0 * (1 + cos(pi * min(1, t/T))) / 2;
     step: lam0 while t < T, then 0; constant: lam0; off: 0.
     """
@@ -44,7 +45,8 @@ def lambda_alg(step: int, forge: Any, total_steps: int) -> float:
         return 0.0
     if kind == "constant":
         return lam0
-    T = max(1e-12, forge.lambda_end * total_steps)
+    fixed = getattr(forge, "lambda_steps", None)
+    T = max(1e-12, fixed if fixed is not None else forge.lambda_end * total_steps)
     u = step / T
     if kind == "linear":
         return lam0 * max(0.0, 1.0 - u)

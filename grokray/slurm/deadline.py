@@ -6,8 +6,14 @@ runs its plan through `Deadline.run` instead of all at once:
 
     round:   the configs still to do, longest first, are laid on the run's slots as the cost
              model prices them (upper bound: every seed to its budget, at this host's speed;
-             GPU trials at the model's nominal GPU time); a config is started only where it
-             would end before the driver must be done (the time-limit signal's moment, `stop_at`)
+             GPU trials at the model's nominal GPU time), times the pace this allocation has
+             shown; a config is started only where it would end before the driver must be done
+             (the time-limit signal's moment, `stop_at`)
+    pace:    the cost model prices a trial at the host's unloaded sgemm rate; a loaded node runs
+             it 2-4x slower. Each trial that finishes in this allocation is a measurement
+             (its wall time over the model's time for the steps it trained), and the estimates
+             are scaled by the median of them (never below 1x). Until one is in, a round holds
+             one wave (a trial per slot), so that the rest are priced at the measured pace
     again:   after a round, with the time then left (trials that stopped early leave room)
     stop:    when no config left fits: `later` holds them, for the job's next allocation
 
@@ -22,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import os
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -32,10 +39,16 @@ OVERHEAD_S = 5.0
 """seconds a trial costs on top of the cost model's estimate (Tune's start, the write)"""
 
 
-def trial_seconds(cfg: Any, gpu: float = 0.0) -> float | None:  # noqa: ANN401 - TrialConfig
-    """Upper-bound seconds of `cfg` (every seed to its budget): CPU time at this host's sgemm
-    rate, or the nominal GPU time when the trial holds a GPU; None when its family has no cost
-    model."""
+MIN_MEASURED_S = 2.0
+"""a finished trial the cost model prices under this many seconds is no measurement of pace:
+its time is mostly its start"""
+
+
+def model_seconds(cfg: Any, gpu: float = 0.0,  # noqa: ANN401 - TrialConfig
+                  steps: Sequence[int] | None = None) -> float | None:
+    """Cost-model seconds of `cfg` when its seeds run `steps` steps each (default: every seed to
+    its budget, the upper bound): CPU time at this host's sgemm rate, or the nominal GPU time
+    when the trial holds a GPU; None when its family has no cost model."""
     from grokray.cost import table as cost_table
     from grokray.cost.host import host_gflops
     from grokray.cost.model import has_model, trial_cost
@@ -43,12 +56,40 @@ def trial_seconds(cfg: Any, gpu: float = 0.0) -> float | None:  # noqa: ANN401 -
 
     if not has_model(cfg):
         return None
-    c = trial_cost(cfg, [budget(cfg)] * len(cfg.seeds))
+    c = trial_cost(cfg, list(steps) if steps is not None else [budget(cfg)] * len(cfg.seeds))
     if gpu > 0:
-        return c.gpu_s + OVERHEAD_S
+        return c.gpu_s
     ref = float(cost_table.load()["reference_host"]["sgemm_gflops"])
     rate, _ = host_gflops()
-    return c.cpu_s * ref / rate + OVERHEAD_S
+    return c.cpu_s * ref / rate
+
+
+def trial_seconds(cfg: Any, gpu: float = 0.0, pace: float = 1.0) -> float | None:  # noqa: ANN401
+    """Upper-bound seconds of `cfg` (every seed to its budget) at `pace` times the cost model's
+    time, with a trial's start and write (`OVERHEAD_S`); None without a cost model."""
+    s = model_seconds(cfg, gpu)
+    return None if s is None else s * pace + OVERHEAD_S
+
+
+def measured_pace(outcome: Any, gpu: float = 0.0) -> float | None:  # noqa: ANN401 - Outcome
+    """A finished trial's wall time over the cost model's time for the steps it trained here
+    (past a checkpoint or a continued start); None when it is no measurement: it failed, its
+    family has no cost model, or the model prices it under MIN_MEASURED_S."""
+    result = getattr(outcome, "result", None)
+    if result is None or getattr(outcome, "error", None) or outcome.wall_s <= 0:
+        return None
+    steps = [max(0, s.steps_run - (s.checkpoint_step or s.continued_from_step or 0))
+             for s in result.seeds]
+    priced = model_seconds(outcome.config, gpu, steps)
+    if priced is None or priced < MIN_MEASURED_S:
+        return None
+    return outcome.wall_s / priced
+
+
+def pace_of(measured: Sequence[float]) -> float:
+    """The factor the cost model's times are scaled by: the median measured pace (one slow or
+    fast trial does not swing it), never below 1x; 1x without a measurement."""
+    return max(1.0, statistics.median(measured)) if measured else 1.0
 
 
 def fitting(configs: Sequence[Any], seconds: Sequence[float | None], slots: int,  # noqa: ANN401
@@ -93,37 +134,71 @@ class Deadline:
     job: str
     started: float = dataclasses.field(default_factory=time.time)
     secs: dict[str, float | None] = dataclasses.field(default_factory=dict)
-    """config_hash -> the estimate `run` used"""
+    """config_hash -> the estimate the last round used"""
+    measured: list[float] = dataclasses.field(default_factory=list)
+    """the pace of each trial that finished in this allocation (`measured_pace`)"""
+    _seen: int = dataclasses.field(default=0, repr=False)
+    """outcomes already taken by `learn`"""
 
     def left(self) -> float:
         return self.stop_at - time.time()
 
-    def run(self, plan: Any, run_part: Callable[[Any], None], session: Any) -> list[Any]:  # noqa: ANN401
+    def pace(self) -> float:
+        return pace_of(self.measured)
+
+    def learn(self, outcomes: Sequence[Any], gpu: float = 0.0) -> None:  # noqa: ANN401
+        """Take the pace of each finished trial of `outcomes` not yet seen."""
+        for o in outcomes[self._seen:]:
+            if (m := measured_pace(o, gpu)) is not None:
+                self.measured.append(m)
+        self._seen = len(outcomes)
+
+    def run(self, plan: Any, run_part: Callable[[Any], None], session: Any,  # noqa: ANN401
+            outcomes: Callable[[], Sequence[Any]] | None = None) -> list[Any]:
         """Run `plan`'s configs (`run_part(plan)` runs a plan: `grokray sweep`'s run_sweep) in
         rounds of those that fit in the time left; the configs left for the next allocation
-        (empty when everything ran). A search runs whole."""
+        (empty when everything ran). `outcomes` gives every trial finished so far in this
+        allocation (the writer's), whose pace scales the estimates; without it the cost
+        model's times are used as they are. A search runs whole."""
         spec = plan.spec
         if spec.search is not None or session is None:
             run_part(plan)
             return []
         todo = list(plan.todo)
-        self.secs = secs = {c.config_hash(): trial_seconds(c, spec.gpu) for c in todo}
+        model = {c.config_hash(): model_seconds(c, spec.gpu) for c in todo}
         # a trial that checkpoints need only reach its first checkpoint: the next allocation
         # resumes it from there
         needs = {c.config_hash(): first_checkpoint_s(c) for c in todo}
         slots = session.slots(spec.cpu, spec.concurrency) if spec.gpu <= 0 else \
             _gpu_slots(spec.gpu, spec.concurrency)
+        probe = outcomes is not None and any(v is not None for v in model.values())
         while todo:
-            fits, rest = fitting(todo, [secs[c.config_hash()] for c in todo], slots,
-                                 self.left(), [needs[c.config_hash()] for c in todo])
+            pace = self.pace()
+            self.secs = {h: None if m is None else m * pace + OVERHEAD_S
+                         for h, m in model.items()}
+            secs = [self.secs[c.config_hash()] for c in todo]
+            fits, rest = fitting(todo, secs, slots, self.left(),
+                                 [needs[c.config_hash()] for c in todo])
             if not fits:
                 break
             now = [todo[i] for i in fits]
-            if rest:
-                print(f"grokray sweep: {len(now)} of {len(todo)} trials can finish in the "
-                      f"{self.left() / 60:.1f} min left of this allocation; the rest wait",
+            if probe and not self.measured and len(fits) > slots:
+                # no pace measured yet: one wave (the longest, a trial per slot) first
+                wave = sorted(fits, key=lambda i: -(secs[i] or 0.0))[:slots]
+                rest = sorted(set(rest) | (set(fits) - set(wave)))
+                now = [todo[i] for i in sorted(wave)]
+                print(f"grokray sweep: {len(now)} of {len(todo)} trials first, to measure how "
+                      "fast trials run in this allocation; the rest are priced at that pace",
                       flush=True)
+            elif rest:
+                at = f" at {pace:.1f}x the cost model's time" if pace > 1.0 else ""
+                print(f"grokray sweep: {len(now)} of {len(todo)} trials can finish in the "
+                      f"{self.left() / 60:.1f} min left of this allocation{at}; the rest wait",
+                      flush=True)
+            probe = False
             run_part(dataclasses.replace(plan, todo=now))
+            if outcomes is not None:
+                self.learn(outcomes(), spec.gpu)
             todo = [todo[i] for i in rest]
         return todo
 

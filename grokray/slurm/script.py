@@ -8,11 +8,13 @@ explains every line):
    shell only, LEAD seconds before the time limit) and `--requeue`.
 2. Environment (the user's to edit: modules, conda, containers): `cd` to the submit dir and
    activate the submitter's own Python environment (its `sys.prefix`).
-3. Ray over the allocation: ports and a short node-local temp dir derived from the job id (two
-   jobs on one node never collide), the head's address from Slurm's node list resolved to a
-   real interface (never a loopback such as 127.0.1.1), a per-job auth token on every side
-   (RAY_AUTH_MODE=token), a head on the first node and `srun ... ray start --block` on the
-   others, each given the CPUs and the GPUs Slurm granted its task.
+3. Ray over the allocation: a block of ports derived from the job id, the first of its
+   candidate blocks free on every node (probed before Ray starts, so that two jobs on one node,
+   or another process holding a port, do not collide), a short node-local temp dir named by the
+   job id, the head's address from Slurm's node list resolved to a real interface (never a
+   loopback such as 127.0.1.1), a per-job auth token on every side (RAY_AUTH_MODE=token), a
+   head on the first node and `srun ... ray start --block` on the others, each given the CPUs
+   and the GPUs Slurm granted its task.
 4. The driver, `grokray sweep SPEC --address HEAD:PORT`, in the background with `wait`, so that
    the batch shell's traps run at once: USR1 (the time limit coming) and TERM (`scancel --batch
    --signal=TERM`: a graceful stop) are relayed to the driver alone as SIGTERM; it writes every
@@ -32,9 +34,16 @@ from grokray.slurm import EXIT_MORE_TO_DO, EXIT_NO_PROGRESS
 from grokray.slurm.timefmt import format_time
 
 PORT_BLOCK = 200
-"""ports per job: a job's ports are BASE .. BASE+199, BASE = 10000 + (job id % 250) * 200"""
+"""ports per job: a job's ports are BASE .. BASE+199, BASE = 10000 + slot * 200"""
 PORT_SLOTS = 250
-"""distinct port blocks (10000..59999): jobs whose ids differ by a multiple of it share one"""
+"""distinct port blocks (10000..59999): jobs whose ids differ by a multiple of it share their
+first candidate block"""
+PORT_STRIDE = 97
+"""a job's k-th candidate block is slot (job id + k * PORT_STRIDE) % PORT_SLOTS (97 and 250
+share no factor: the candidates visit every block, and a job's second candidate is not the
+next job's first)"""
+PORT_TRIES = 8
+"""candidate blocks probed; the first free on every node is taken"""
 
 
 @dataclass
@@ -157,6 +166,8 @@ def render(o: JobOptions) -> str:
         "@SIGNAL_S@": str(o.signal_s),
         "@PORT_SLOTS@": str(PORT_SLOTS),
         "@PORT_BLOCK@": str(PORT_BLOCK),
+        "@PORT_STRIDE@": str(PORT_STRIDE),
+        "@PORT_TRIES_1@": str(PORT_TRIES - 1),
         "@DRIVER@": driver_command(o),
         "@EXIT_MORE@": str(EXIT_MORE_TO_DO),
         "@EXIT_NO_PROGRESS@": str(EXIT_NO_PROGRESS),
@@ -166,20 +177,28 @@ def render(o: JobOptions) -> str:
 
 
 _BODY = r"""# ---- Ray over this allocation ----
-# Ports and temp dir come from the job id, so that two jobs on one node never collide. The
+# Ports and temp dir come from the job id, so that two jobs on one node do not collide. The
 # temp dir is node-local and short: Ray's Unix socket paths under it must stay under 107 bytes
 # (/tmp/gr-JOB-NODE; shorten it if your node names are long).
 JOB="$SLURM_JOB_ID"
 RUN="${SLURM_RESTART_COUNT:-0}"            # 0, then 1, 2, ... after each requeue
-# this job's ports: BASE .. BASE+@PORT_BLOCK@-1
-BASE=$(( 10000 + (JOB % @PORT_SLOTS@) * @PORT_BLOCK@ ))
-RAY_PORT=$BASE
+# this job's ports: a block BASE .. BASE+@PORT_BLOCK@-1 in 10000..59999. Its candidate blocks
+# come from the job id (jobs whose ids differ by a multiple of @PORT_SLOTS@ share the first);
+# the first one free on every node is taken (port_probe, below)
+port_base() { echo $(( 10000 + ((JOB + $1 * @PORT_STRIDE@) % @PORT_SLOTS@) * @PORT_BLOCK@ )); }
+CANDIDATES="$(for k in $(seq 0 @PORT_TRIES_1@); do port_base "$k"; done | tr '\n' ' ')"
+BASE=$(port_base 0)
 export RAY_TMP="/tmp/gr-$JOB"
-export RAY_PORTS="--node-manager-port=$((BASE + 1)) --object-manager-port=$((BASE + 2))
+ray_ports() {
+    RAY_PORT=$BASE
+    RAY_PORTS="--node-manager-port=$((BASE + 1)) --object-manager-port=$((BASE + 2))
   --ray-client-server-port=$((BASE + 3)) --dashboard-agent-grpc-port=$((BASE + 4))
   --dashboard-agent-listen-port=$((BASE + 5)) --metrics-export-port=$((BASE + 6))
   --runtime-env-agent-port=$((BASE + 7)) --min-worker-port=$((BASE + 20))
   --max-worker-port=$((BASE + @PORT_BLOCK@ - 1))"
+    export RAY_PORT RAY_PORTS
+}
+ray_ports
 # token auth on every side: the head, the workers and the driver read these
 export RAY_AUTH_MODE=token
 export RAY_AUTH_TOKEN="$(python -c 'import secrets; print(secrets.token_hex(32))')"
@@ -197,7 +216,42 @@ HEAD_IP="$(getent ahostsv4 "$HEAD" | awk 'NR == 1 { print $1 }')"
 case "$HEAD_IP" in
     "" | 127.*) HEAD_IP="$(hostname -I | awk '{ print $1 }')" ;;
 esac
-export HEAD_IP RAY_PORT
+export HEAD_IP
+
+# Which candidate blocks are free, on each node (one line each): a block is free where its
+# fixed ports (BASE .. BASE+7) can be bound, with SO_REUSEADDR as Ray binds them (a port this
+# job's previous run left in TIME_WAIT is free); another job's Ray, or any process listening on
+# or connected from one of them, holds it.
+port_probe() {
+    python -c 'import socket, sys
+def free(port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+print(" ".join(b for b in sys.argv[1:] if all(free(int(b) + i) for i in range(8))))' "$@"
+}
+export -f port_probe
+FREE="$(srun --nodes="${#NODES[@]}" --ntasks="${#NODES[@]}" --ntasks-per-node=1 --overlap \
+    bash -c "port_probe $CANDIDATES" 2>/dev/null)"
+PICKED=""
+for b in $CANDIDATES; do
+    if [ "$(grep -cw "$b" <<< "$FREE")" -ge "${#NODES[@]}" ]; then PICKED=$b; break; fi
+done
+if [ -z "$PICKED" ]; then
+    echo "grokray slurm: job $JOB: none of the port blocks $CANDIDATES is free on every node;" \
+         "trying $BASE.."
+elif [ "$PICKED" != "$BASE" ]; then
+    echo "grokray slurm: job $JOB: ports $BASE.. are taken on a node; this job's Ray uses" \
+         "$PICKED.."
+    BASE=$PICKED
+fi
+ray_ports
 
 # One Ray node, inside its srun task: the CPUs and GPUs Slurm granted this task (Slurm sets
 # CUDA_VISIBLE_DEVICES to the GPUs of the allocation; Ray hands them out to trials), its own

@@ -64,7 +64,8 @@ def refusal(old: TrialConfig, new: TrialConfig) -> str | None:
     if new.arch == "forge" and f is not None and f.lambda_schedule not in ("constant", "off") \
             and any(lambda_alg(t, f, o) != lambda_alg(t, f, n) for t in range(o)):
         return (f"forge.lambda_schedule {f.lambda_schedule} is scaled by steps (lambda_alg "
-                f"differs before step {o} at {o} and {n} steps)")
+                f"differs before step {o} at {o} and {n} steps; forge.lambda_steps sets a "
+                f"decay independent of the budget)")
     before = EvalSchedule(old).steps()
     after = [t for t in EvalSchedule(new).steps() if t <= o]
     if before != after:

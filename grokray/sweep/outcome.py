@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+import socket
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -37,6 +38,9 @@ class Outcome:
     time: what the trial cost, whatever the load of the machine"""
     traceback: str | None = None
     """full traceback of the error, for the log"""
+    hostname: str | None = None
+    """host a trial that raised ran on (its result, when there is one, names its own); None
+    for an outcome made on the driver for a trial it lost, which ran nowhere it knows"""
     exception: BaseException | None = None
     """the exception Ray gave for a trial it lost (decides whether to retry); driver only"""
 
@@ -58,7 +62,8 @@ def execute(config: TrialConfig, trial_fn: TrialFn) -> Outcome:
                        cpu_s=time.process_time() - c0)
     except Exception as exc:  # noqa: BLE001 - every trial error becomes a failed row
         return Outcome(config, None, error=one_line(exc), wall_s=time.perf_counter() - t0,
-                       cpu_s=time.process_time() - c0, traceback=traceback.format_exc())
+                       cpu_s=time.process_time() - c0, traceback=traceback.format_exc(),
+                       hostname=socket.gethostname())
 
 
 def execute_pack(configs: Sequence[TrialConfig], checkpoints: Any = None) -> list[Outcome]:
@@ -70,8 +75,9 @@ def execute_pack(configs: Sequence[TrialConfig], checkpoints: Any = None) -> lis
         results = run_pack(configs, checkpoints=checkpoints)
     except Exception as exc:  # noqa: BLE001 - every trial error becomes a failed row
         wall, cpu, tb = time.perf_counter() - t0, time.process_time() - c0, traceback.format_exc()
+        host = socket.gethostname()
         return [Outcome(c, None, error=one_line(exc), wall_s=wall, cpu_s=cpu / len(configs),
-                        traceback=tb) for c in configs]
+                        traceback=tb, hostname=host) for c in configs]
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     work = [max(1, sum(max(0, s.steps_run - (s.checkpoint_step or s.continued_from_step or 0))
                        for s in r.seeds))

@@ -24,13 +24,16 @@ from grokray.sweep.plan import Plan, plan_record
 from grokray.sweep.search import SearchRun
 
 
-def failed_result(cfg: TrialConfig, error: str, wall_s: float = 0.0) -> TrialResult:
-    """A TrialResult whose every seed is `failed` with `error` (for the trials table)."""
+def failed_result(cfg: TrialConfig, error: str, wall_s: float = 0.0,
+                  hostname: str | None = None) -> TrialResult:
+    """A TrialResult whose every seed is `failed` with `error` (for the trials table); made on
+    the driver, so its `hostname` is where the trial raised, or None for a trial that was lost
+    (its worker or node gone), never the driver's host."""
     now = datetime.now(timezone.utc)
     seeds = [SeedResult(seed=s, data_seed=cfg.seed_data_seed(s), status="failed", error=error)
              for s in cfg.seeds]
     return TrialResult(config=cfg, n_params=0, device="unknown", wall_s=wall_s, started_at=now,
-                       finished_at=now, seeds=seeds, curves=pd.DataFrame())
+                       finished_at=now, seeds=seeds, curves=pd.DataFrame(), hostname=hostname)
 
 
 class Writer:
@@ -100,7 +103,7 @@ class Writer:
         result = outcome.result
         if result is None:
             result = failed_result(outcome.config, outcome.error or "trial failed",
-                                   outcome.wall_s)
+                                   outcome.wall_s, outcome.hostname)
         if result.node_id is None and outcome.node_id not in (None, "local"):
             result.node_id = outcome.node_id
         try:

@@ -28,7 +28,7 @@ config:
   model: {{d: 8, hidden: 16, rank: 8}}
   metrics: {{patience: 3}}
   optim: {{lr: 0.01, batch_size: 8{optim}}}
-  forge: {{lambda_schedule: constant}}
+  forge: {{{forge}}}
   grokfast: {grokfast}
 axes:
 {axes}
@@ -41,10 +41,11 @@ VOLATILE = {"run_id", "wall_s", "started_at", "finished_at", "continued_from",
             "continued_from_step", "hostname"}
 
 
-def _spec(tmp_path, out, steps, axes=AXES, grokfast="{filter: ema}", optim="", every=10):
+def _spec(tmp_path, out, steps, axes=AXES, grokfast="{filter: ema}", optim="", every=10,
+          forge="lambda_schedule: constant"):
     p = tmp_path / f"{out}-{steps}.yaml"
     p.write_text(SPEC.format(out=tmp_path / out, steps=steps, axes=axes, grokfast=grokfast,
-                             optim=optim, every=every))
+                             optim=optim, every=every, forge=forge))
     return load_spec(p)
 
 
@@ -152,6 +153,16 @@ def test_budget_dependent_schedules_refuse_and_train_from_zero(tmp_path, over, w
                      ).continuations is None
 
 
+def test_forge_with_a_fixed_lambda_decay_continues(tmp_path):
+    # lambda_alg decays to 0 at step 40 whatever the budget: the 60-step runs continue to 130
+    # and equal runs trained at 130 from the start
+    plan, t = _continue_vs_scratch(tmp_path, 60, 130, axes="  group: [S3]\n  arch: [forge]",
+                                   grokfast="{filter: none}",
+                                   forge="lambda_schedule: linear, lambda_steps: 40")
+    assert not plan.continuations.refused
+    assert plan.continuations.continued + plan.continuations.copied == 2
+
+
 def test_lambda_schedule_scaled_by_steps_refuses():
     from grokray.config import TrialConfig
     from grokray.sweep.continuing import refusal
@@ -160,6 +171,9 @@ def test_lambda_schedule_scaled_by_steps_refuses():
     old = TrialConfig.from_dict({**base, "steps": 100})
     why = refusal(old, old.with_overrides({"steps": 300}))
     assert why is not None and why.startswith("forge.lambda_schedule linear is scaled by steps")
+    assert "forge.lambda_steps" in why  # says how to decay independently of the budget
+    fixed = old.with_overrides({"forge.lambda_steps": 50})
+    assert refusal(fixed, fixed.with_overrides({"steps": 300})) is None
     const = old.with_overrides({"forge.lambda_schedule": "constant", "optim.warmup_steps": 10})
     assert refusal(const, const.with_overrides({"steps": 300})) is None  # warmup: not budget
 

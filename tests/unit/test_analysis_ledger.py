@@ -20,17 +20,55 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(("paper", "value", "ci", "null", "log", "expected"), [
-    (10.2, 8.0, (5.0, 12.0), 1.0, True, L.REPRODUCED),  # paper inside the interval
-    (10.2, 9.0, (8.5, 9.5), 1.0, True, L.REPRODUCED),  # within 25% on the log scale
+    (10.2, 9.0, (8.5, 9.5), 1.0, True, L.REPRODUCED),  # inside the band 8.16-12.75 (log 25%)
     (10.2, 3.8, (3.0, 4.5), 1.0, True, L.SAME_DIRECTION),
     (10.2, 0.5, (0.3, 0.8), 1.0, True, L.OPPOSITE),
     (0.86, 1.5, (1.2, 1.9), 1.0, True, L.OPPOSITE),  # paper slower, measured faster
     (583.0, -200.0, (-400.0, -50.0), 0.0, False, L.OPPOSITE),  # after instead of before
     (0.17, 0.45, (0.25, 0.64), 0.0, False, L.SAME_DIRECTION),
     (0.17, math.nan, L.NAN2, 0.0, False, L.NOT_RUN),
+    # the interval holds the paper's value and values outside the band: it does not decide
+    (10.2, 8.0, (5.0, 12.0), 1.0, True, L.INCONCLUSIVE),
+    (0.17, 0.314, (0.074, 0.554), 0.0, False, L.INCONCLUSIVE),  # the ledger's alpha
+    (0.86, 0.875, (0.61, 1.11), 1.0, True, L.INCONCLUSIVE),  # also holds the null 1
+    (10.2, 3.8, (0.5, 4.5), 1.0, True, L.INCONCLUSIVE),  # same direction or opposite
+    (20.0, 15.0, (13.3, math.inf), 1.0, True, L.INCONCLUSIVE),  # a lower bound below the band
+    (3.0, 15.0, (13.3, math.inf), 1.0, True, L.SAME_DIRECTION),  # a lower bound above it
+    (15.0, 17.0, (17.0, 17.0), math.inf, True, L.REPRODUCED),  # 17/15 within 25%
+    (12.0, 17.0, (17.0, 18.0), math.inf, True, L.SAME_DIRECTION),  # no opposite side of inf
+    (10.2, 9.0, L.NAN2, 1.0, True, L.REPRODUCED),  # no interval: the point's region
 ])
 def test_verdicts(paper, value, ci, null, log, expected):
     assert L.verdict_of(paper, value, ci, null=null, log=log, tol=0.25) == expected
+
+
+def test_a_wider_interval_never_makes_a_verdict_easier():
+    # the same value with wider and wider intervals: a verdict holds until the interval leaves
+    # its region, then it is inconclusive, never another decided verdict
+    for paper, value, null, log in ((0.17, 0.314, 0.0, False), (10.2, 9.0, 1.0, True),
+                                    (10.2, 3.8, 1.0, True), (583.0, -200.0, 0.0, False)):
+        seen = []
+        for half in (0.0, 0.01, 0.1, 0.3, 1.0, 3.0, 10.0):
+            ci = ((value * math.exp(-half), value * math.exp(half)) if log
+                  else (value - half * abs(value), value + half * abs(value)))
+            seen.append(L.verdict_of(paper, value, ci, null=null, log=log, tol=0.25))
+        assert seen[0] != L.INCONCLUSIVE and seen[-1] == L.INCONCLUSIVE
+        first = seen.index(L.INCONCLUSIVE)
+        assert set(seen[:first]) == {seen[0]} and set(seen[first:]) == {L.INCONCLUSIVE}
+
+
+def test_regions_met_and_the_band():
+    assert L.tolerance_band(0.17, log=False, tol=0.25) == pytest.approx((0.1275, 0.2125))
+    assert L.tolerance_band(10.0, log=True, tol=0.25) == pytest.approx((8.0, 12.5))
+    band = L.tolerance_band(0.86, log=True, tol=0.25)  # 0.688-1.075: it holds the null 1
+    assert L.regions_met(0.61, 1.11, 0.86, band, null=1.0) == L.REGIONS
+    assert L.regions_met(0.7, 1.05, 0.86, band, null=1.0) == (L.REPRODUCED,)
+    assert L.regions_met(-math.inf, math.inf, 0.17, (0.1275, 0.2125), null=0.0) == L.REGIONS
+    # a range claim (20-150,000x lower drift): the range is the band
+    assert L.verdict_of(20.0, 2.6, (0.51, 6.7), null=1.0, log=True, tol=0.0,
+                        band=(20.0, 150000.0)) == L.INCONCLUSIVE
+    assert L.verdict_of(20.0, 33.0, (20.0, 60.0), null=1.0, log=True, tol=0.0,
+                        band=(20.0, 150000.0)) == L.REPRODUCED
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +111,8 @@ def test_ledger_rows_from_the_fixture(out):
     assert al.verdict == L.SAME_DIRECTION
     grok = rows["forge.all_groups_grok"]
     assert grok.measured.value == pytest.approx(14 / 15)
+    # a claim about the tested groups, decided on them: A4 fails 1 of its 3 runs
+    assert grok.verdict == L.SAME_DIRECTION and "groups below 90%: A4" in grok.measured.detail
     em = rows["forge.eff_modes"]  # fixture: 23 vs 16 modes
     assert em.measured.value == pytest.approx(7.0, abs=1.5) and em.verdict == L.REPRODUCED
     cap = rows["forge.capacity.threshold"]  # fixture: P(grok) = 1/2 at R*d = 100
@@ -179,8 +219,13 @@ def test_hamiltonian_drift_claim_verdicts():
     worse = m(frame([0.5, 0.6, 0.4], [0.7, 0.8, 0.9]))
     assert worse.verdict == L.OPPOSITE
     failures = m(frame([4000.0, 5000.0, 3000.0], [190.0, 200.0, 210.0]))
+    # interval 14.3-26.3 meets the paper's range, but a ratio of two failures is not its claim
     assert failures.value == pytest.approx(20.0) and failures.verdict == L.SAME_DIRECTION
     assert "neither conserves" in failures.detail
+    wide = m(frame([0.5, 0.6, 0.4], [0.02, 0.6, 0.01]))  # 25x, but one seed drifts as the MLP
+    assert wide.value == pytest.approx(25.0) and wide.ci == pytest.approx((0.5 / 0.75, 60.0))
+    assert wide.verdict == L.INCONCLUSIVE
+    assert "meets: reproduced, same direction, different size, opposite" in wide.detail
 
 
 def test_axiom_claims_read_the_metric_columns_the_store_writes():
@@ -209,7 +254,8 @@ def test_a_censored_baseline_gives_a_one_sided_interval_not_a_free_verdict():
     for paper in (3.0, 10.1):
         assert L.verdict_of(paper, m.value, m.ci, null=1.0, log=True,
                             tol=0.25) == L.SAME_DIRECTION
-    assert L.verdict_of(20.0, m.value, m.ci, null=1.0, log=True, tol=0.25) == L.REPRODUCED
+    # a paper value of 20 lies in [13.3, inf), as do values far above it: not decided
+    assert L.verdict_of(20.0, m.value, m.ci, null=1.0, log=True, tol=0.25) == L.INCONCLUSIVE
 
 
 def _plan(d: Path, hashes, seeds) -> None:
@@ -319,3 +365,18 @@ def test_a_bad_scale_block_fails_at_load(old, new, message):
     with pytest.raises(ValueError, match="claim 'k'") as err:
         L.load_claims(GOOD.replace(old, new, 1))
     assert message in str(err.value)
+
+
+def test_all_groups_grok_is_decided_on_the_tested_groups():
+    # 13 groups x 5 seeds, all grokked: the claim holds on every tested group, although the
+    # rate's interval over 13 groups reaches down to 0.75
+    T = pd.DataFrame({"arm": "forge", "group": [f"G{i}" for i in range(13) for _ in range(5)],
+                      "status": "grokked"})
+    m = L.measure(L.claim("forge.all_groups_grok"), T)
+    assert m.value == 1.0 and m.ci[0] == pytest.approx(0.7529, abs=1e-3)
+    assert m.verdict == L.REPRODUCED
+    T.loc[T["group"] == "G3", "status"] = "not_grokked"
+    m = L.measure(L.claim("forge.all_groups_grok"), T)
+    assert m.value == pytest.approx(60 / 65) and m.verdict == L.SAME_DIRECTION
+    T["status"] = "not_grokked"
+    assert L.measure(L.claim("forge.all_groups_grok"), T).verdict == L.OPPOSITE

@@ -145,6 +145,41 @@ def test_trial_records_its_own_host():
     assert trial_frame(res, "s", "r")["hostname"].tolist() == ["node-7"]
 
 
+def test_failed_row_names_where_the_trial_raised_and_no_host_when_lost(tmp_path):
+    """A failed row made on the driver names the host the trial raised on, or none for a trial
+    that was lost (its worker gone): never the driver's host, where no trial ran."""
+    import pandas as pd
+
+    from grokray.config import TrialConfig
+    from grokray.sweep.outcome import Outcome, execute
+    from grokray.sweep.plan import make_plan
+    from grokray.sweep.spec import load_spec
+    from grokray.sweep.writer import Writer
+
+    def boom(cfg):
+        raise ValueError("no")
+
+    cfg = TrialConfig.from_dict({"group": "Z5", "arch": "mlp", "steps": 20, "eval_every": 10,
+                                 "seeds": [0], "device": "cpu"})
+    raised = execute(cfg, boom)
+    assert raised.error and raised.hostname == socket.gethostname()  # on the worker
+    spec_path = tmp_path / "tiny.yaml"
+    spec_path.write_text(TINY.format(out=tmp_path / "out"))
+    plan = make_plan(load_spec(spec_path))
+    a, b = plan.todo
+    raised = Outcome(a, None, error="ValueError: no", hostname="node-7")  # as from a worker
+    lost = Outcome(b, None, error="lost after 2 tries: worker died")      # made on the driver
+    w = Writer(plan)
+    for o in (raised, lost):
+        w.finished(o)
+    w.close()
+    df = pd.concat(pd.read_parquet(f) for f in (tmp_path / "out" / "tiny" / "trials").iterdir())
+    assert len(df) == 4 and (df["status"] == "failed").all()  # 2 configs x 2 seeds
+    by = df.set_index("config_hash")["hostname"]
+    assert by.loc[a.config_hash()].tolist() == ["node-7", "node-7"]
+    assert by.loc[b.config_hash()].isna().all(), by.loc[b.config_hash()].tolist()
+
+
 # ---------------------------------------------------------------- the command
 
 
@@ -277,7 +312,8 @@ def test_deadline_runs_rounds_of_what_fits(monkeypatch):
         def slots(self, cpu, concurrency):
             return 2
 
-    monkeypatch.setattr(dl, "trial_seconds", lambda cfg, gpu=0.0: cfg.secs)
+    monkeypatch.setattr(dl, "model_seconds",
+                        lambda cfg, gpu=0.0, steps=None: cfg.secs - dl.OVERHEAD_S)
     lefts = iter([100.0, 100.0, 60.0, 60.0, 5.0])
     monkeypatch.setattr(dl.Deadline, "left", lambda self: next(lefts))
     todo = [Cfg("a", 50), Cfg("b", 40), Cfg("c", 70), Cfg("d", 55), Cfg("e", 500)]
@@ -289,6 +325,101 @@ def test_deadline_runs_rounds_of_what_fits(monkeypatch):
     # (55-95) fits; with 60 s left, a fits; e (500 s) never does
     assert ran == [["b", "c", "d"], ["a"]]
     assert [c.name for c in later] == ["e"]
+
+
+def test_pace_is_the_median_measured_and_never_below_the_model():
+    from grokray.slurm.deadline import pace_of
+
+    assert pace_of([]) == 1.0                      # nothing measured: the cost model's times
+    assert pace_of([0.4, 0.8]) == 1.0              # faster than priced: still 1x
+    assert pace_of([2.0, 3.5, 9.0]) == 3.5         # one slow trial does not swing it
+    assert pace_of([1.5, 2.5]) == 2.0
+
+
+def test_measured_pace_of_a_finished_trial(monkeypatch):
+    """Wall time over the model's time for the steps the trial trained here: a seed resumed
+    from a checkpoint (or continued) counts only the steps past it."""
+    from types import SimpleNamespace as NS
+
+    from grokray.slurm import deadline as dl
+
+    asked = []
+
+    def model(cfg, gpu=0.0, steps=None):
+        asked.append(list(steps))
+        return 0.01 * sum(steps)
+
+    monkeypatch.setattr(dl, "model_seconds", model)
+
+    def seed(run, ck=None, cont=None):
+        return NS(steps_run=run, checkpoint_step=ck, continued_from_step=cont)
+
+    res = NS(seeds=[seed(1000), seed(600, ck=200), seed(900, cont=400)])
+    out = NS(config="cfg", result=res, error=None, wall_s=57.0)
+    assert dl.measured_pace(out) == pytest.approx(57.0 / 19.0)  # (1000 + 400 + 500) x 0.01
+    assert asked == [[1000, 400, 500]]
+    assert dl.measured_pace(NS(config="c", result=None, error="lost", wall_s=9.0)) is None
+    tiny = NS(config="c", result=NS(seeds=[seed(100)]), error=None, wall_s=9.0)
+    assert dl.measured_pace(tiny) is None  # priced 1 s: mostly its start, no measurement
+
+
+def test_deadline_learns_the_pace_of_this_allocation(monkeypatch):
+    """Until a trial has finished here, a round holds one wave (a trial per slot); then the
+    estimates are scaled by the measured pace: at 3x, what the model says fits does not."""
+    import dataclasses
+    from types import SimpleNamespace as NS
+
+    from grokray.slurm import deadline as dl
+
+    @dataclasses.dataclass
+    class Cfg:
+        name: str
+
+        def config_hash(self):
+            return self.name
+
+    @dataclasses.dataclass
+    class Plan:
+        spec: object
+        todo: list
+
+    class Spec:
+        search, gpu, cpu, concurrency = None, 0.0, 1.0, None
+
+    class Session:
+        def slots(self, cpu, concurrency):
+            return 2
+
+    monkeypatch.setattr(dl, "model_seconds", lambda cfg, gpu=0.0, steps=None: 20.0)
+    monkeypatch.setattr(dl, "first_checkpoint_s", lambda cfg: None)
+
+    def sweep(pace, lefts, learn=True):
+        left = iter(lefts)
+        monkeypatch.setattr(dl.Deadline, "left", lambda self: next(left))
+        done, ran = [], []
+
+        def run_part(p):
+            ran.append([c.name for c in p.todo])
+            done.extend(NS(config=c, result=NS(seeds=[NS(steps_run=100, checkpoint_step=None,
+                                                         continued_from_step=None)]),
+                           error=None, wall_s=20.0 * pace) for c in p.todo)
+
+        d = dl.Deadline(stop_at=0, job="9")
+        later = d.run(Plan(Spec(), [Cfg(x) for x in "abcdef"]), run_part, Session(),
+                      (lambda: done) if learn else None)
+        return d, ran, [c.name for c in later]
+
+    # the model says 25 s a trial (20 + 5): 6 trials on 2 slots fit in 100 s
+    d, ran, later = sweep(3.0, [100.0, 75.0, 75.0, 10.0])
+    assert ran[0] == ["a", "b"]                 # one wave first
+    assert d.pace() == 3.0 and d.secs["c"] == 65.0
+    assert ran[1:] == [["c", "d"]] and later == ["e", "f"]  # 75 s left: one 65 s trial a slot
+    # trials as fast as priced (or faster): after the wave, everything the model fits
+    d, ran, later = sweep(0.5, [100.0, 75.0])
+    assert d.pace() == 1.0 and ran == [["a", "b"], ["c", "d", "e", "f"]] and later == []
+    # no outcomes to learn from (packs): the model's times, all in one round
+    d, ran, later = sweep(3.0, [100.0], learn=False)
+    assert ran == [list("abcdef")] and later == []
 
 
 def test_progress_counts_rows_and_newer_checkpoints(tmp_path):

@@ -35,6 +35,10 @@ socket.SO_REUSEADDR, 1); s.bind(('$HEAD_IP', $RAY_PORT)); s.listen(); time.sleep
     fi
     while :; do sleep 0.1; done
 fi
+if [[ "$*" == *"port_probe"* ]]; then   # each node answers with the blocks free on it
+    for n in $(seq "$STUB_NODES"); do bash -c "${@: -1}"; done
+    exit 0
+fi
 if [[ "$*" == *"kill -TERM"* ]]; then
     for p in $(cat "$STUB_DIR/steps"); do kill -TERM "$p" 2>/dev/null; done
 fi
@@ -223,3 +227,38 @@ def test_two_jobs_get_distinct_ports_and_temp_dirs(tmp_path):
         assert len(tmp) <= 20  # Ray's socket paths under it stay short
         seen.add((port, tmp))
     assert len(seen) == 4
+
+
+def test_a_taken_port_block_moves_the_job_to_its_next_candidate(tmp_path):
+    """A process holding one of the job's first-candidate ports (another job whose id differs
+    by a multiple of 250, or anything else) moves its Ray to the next candidate block, which
+    comes from the job id too; the driver is given that block's head port."""
+    import socket as so
+
+    from grokray.slurm.script import PORT_BLOCK, PORT_SLOTS, PORT_STRIDE
+
+    job = 4321
+    first = 10000 + (job % PORT_SLOTS) * PORT_BLOCK
+    second = 10000 + ((job + PORT_STRIDE) % PORT_SLOTS) * PORT_BLOCK
+    held = so.socket()
+    held.bind(("", first + 5))  # the dashboard agent's port of the first block
+    held.listen()
+    try:
+        with _job(tmp_path, _opts(tmp_path, nodes=2), job=job) as p:
+            _wait_for(tmp_path / "driver_ready")
+            args = (tmp_path / "driver_args").read_text().split()
+            p.send_signal(signal.SIGTERM)
+            out, _ = p.communicate(timeout=60)
+    finally:
+        held.close()
+    assert args[5] == f"127.0.0.3:{second}", args
+    assert f"ports {first}.. are taken on a node; this job's Ray uses {second}.." in out
+    # with the port free again, the same job takes its first block
+    again = tmp_path / "again"
+    again.mkdir()
+    with _job(again, _opts(again, nodes=2), job=job) as p:
+        _wait_for(again / "driver_ready")
+        args = (again / "driver_args").read_text().split()
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=60)
+    assert args[5] == f"127.0.0.3:{first}", args
