@@ -295,9 +295,12 @@ class BoxHook:
 
 def worker_hook() -> BoxHook | None:
     """The hook of a trial running in a Ray worker of a driver that serves checkpoints (None:
-    its driver has no checkpoint actor)."""
+    its driver has no checkpoint actor, or this process is connected to no Ray, where asking
+    Ray for the actor would start a local Ray only to find none)."""
     import ray
 
+    if not ray.is_initialized():
+        return None
     try:
         return BoxHook(ray.get_actor(BOX_NAME))
     except ValueError:
