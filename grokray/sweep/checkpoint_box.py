@@ -227,15 +227,16 @@ class RayChannel(Channel):
 
     def wait(self, gen: int, timeout_s: float) -> int:
         """Until every trial running has answered request `gen` (or stopped, or fell silent),
-        and what they handed over is written; returns how many did not answer in time."""
+        and what they handed over is written; returns how many did not answer (in time, or at
+        all: fell silent)."""
         deadline = time.monotonic() + timeout_s
         while True:
-            pending = [r for r in self.running() if r.answered < gen and r.silent_s < SILENT_S]
-            if not pending or time.monotonic() >= deadline:
+            pending = [r for r in self.running() if r.answered < gen]
+            if all(r.silent_s >= SILENT_S for r in pending) or time.monotonic() >= deadline:
                 break
             time.sleep(0.2)
         self.pump()
-        return len(pending)
+        return len(pending)  # a silent one did not answer either
 
 
 class BoxHook:
@@ -282,6 +283,16 @@ class BoxHook:
             if self._poll is None:
                 self._poll = self.box.poll.remote(list(self.hashes))
             self._t_poll = now
+        return self.seen > self.answered
+
+    def asked_at_end(self) -> bool:
+        import ray
+
+        try:
+            self.seen = max(self.seen, int(ray.get(self.box.poll.remote(list(self.hashes)),
+                                                    timeout=10)))
+        except Exception:  # noqa: BLE001 - the driver is gone: nothing to answer
+            pass
         return self.seen > self.answered
 
     def done(self, config_hash: str) -> None:

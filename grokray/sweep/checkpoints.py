@@ -285,6 +285,9 @@ class Channel:
     def asked(self) -> bool:
         return self.answered < self.asking
 
+    def asked_at_end(self) -> bool:
+        return self.answered < self.asking
+
     def done(self, config_hash: str) -> None:
         return None
 
