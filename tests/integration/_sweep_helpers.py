@@ -27,6 +27,30 @@ def ray_session():
     ray.shutdown()
 
 
+@pytest.fixture
+def cluster():
+    """A `ray.cluster_utils.Cluster` the driver is connected to: a head without CPUs (with a
+    custom resource `head`, for what must stay on it when a worker node goes) and two worker
+    nodes of one CPU each, health-checked every 0.5 s (a removed node is dead within about
+    2 s); this module's trial functions pickled by value. Yields (cluster, worker nodes).
+    A test module uses it by importing it (`from _sweep_helpers import cluster`)."""
+    import ray
+    from ray import cloudpickle
+    from ray.cluster_utils import Cluster
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    c = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "include_dashboard": False, "resources": {"head": 1},
+        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 4},
+    })
+    workers = [c.add_node(num_cpus=1) for _ in range(2)]
+    ray.init(address=c.address, log_to_driver=False)
+    c.wait_for_nodes()
+    yield c, workers
+    ray.shutdown()
+    c.shutdown()
+
+
 TINY = """\
 name: tiny
 out: {out}
