@@ -63,6 +63,9 @@ class TimedFiles:
             return True
         return False
 
+    def asked_at_end(self) -> bool:  # noqa: D102
+        return False
+
     def save(self, config_hash, step, delta, state) -> None:  # noqa: ANN001, D102
         self.files.write(config_hash, step, delta, state)
         self.times.append(time.perf_counter() - self.t_ask)

@@ -9,6 +9,7 @@ JSON, and so `config_hash()`, independent of how a number was written.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -411,13 +412,20 @@ def valid_keys() -> list[str]:
 def text_keys() -> frozenset[str]:
     """The dotted keys whose field holds text (`str`, or `str | None`): where a value YAML 1.1
     read as a boolean or number (an unquoted `off`, `yes`, `1.0`) is reported, not turned into
-    the text "False" (yamlsafe.Lines.typed)."""
+    the text "False" (yamlsafe.Lines.typed). Asked once per typed value of a spec (an axis of
+    20,000 numbers asks 40,000 times), so it is kept per set of sections (the registry's
+    families as they are now)."""
+    return _text_keys(tuple({**SHARED_SECTIONS, **registry.sections()}.items()))
+
+
+@functools.cache
+def _text_keys(sections: tuple[tuple[str, type], ...]) -> frozenset[str]:
     def text(tp: Any) -> bool:
         return tp is str or (get_origin(tp) in (Union, types.UnionType)
                              and {a for a in get_args(tp) if a is not type(None)} == {str})
 
     keys = [k for k, t in _common_types().items() if text(t)]
-    for s, cls in SECTIONS.items():
+    for s, cls in sections:
         keys += [f"{s}.{k}" for k, t in _field_types(cls).items() if text(t)]
     return frozenset(keys)
 
@@ -511,8 +519,15 @@ def _validate(cfg: TrialConfig) -> None:
 
 
 def _field_types(cls: type) -> dict[str, Any]:
+    return dict(_hints(cls))
+
+
+@functools.cache
+def _hints(cls: type) -> tuple[tuple[str, Any], ...]:
+    """(field name, resolved type) of a dataclass, in field order: typing.get_type_hints
+    evaluates every annotation string (milliseconds), and a class's fields do not change."""
     hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
 
 
 def _common_types() -> dict[str, Any]:

@@ -12,6 +12,7 @@ its curve rows (dicts with seed, step, train/val loss/acc, ...) in `run.rows`, a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +23,7 @@ from grokray.config import TrialConfig
 from grokray.errors import GrokrayError, error_line
 from grokray.models.registry import TRAINING, Family
 from grokray.result import TrialResult
-from grokray.trainer.resume import Resumed, SeedState, load
+from grokray.trainer.resume import Resumed, load
 from grokray.trialrun import ProgressFn, TrialRun
 
 PROTOCOLS: dict[str, tuple[Callable[[TrialRun], None], Callable[[list[TrialRun]], None]]] = {
@@ -124,8 +125,8 @@ def _pick_up(run: TrialRun, got: Restored) -> None:
         if seed in got.seeds:
             p = got.seeds[seed]
             rows0, snaps0 = before(seed)
-            seeds[seed] = SeedState(rows=rows0 + p.rows, snapshots=snaps0 + p.snapshots,
-                                    params=p.params, state=p.state)
+            seeds[seed] = dataclasses.replace(p, rows=rows0 + p.rows,
+                                              snapshots=snaps0 + p.snapshots)
     origin_hash, origin_step = got.origin
     run.resumed = Resumed(config_hash=origin_hash, step=got.step, seeds=seeds, copied={},
                           from_step=origin_step, evaluated=True)

@@ -58,30 +58,32 @@ class Lines:
         self.lines: dict[tuple[Any, ...], int] = {}
         self.dupes: list[tuple[tuple[Any, ...], int]] = []
         self.bad_keys: list[tuple[tuple[Any, ...], int]] = []
-        self.typed: dict[tuple[Any, ...], tuple[str, str]] = {}
-        """key path -> (an unquoted value there as written, what YAML made of it), e.g. ("off",
-        "the boolean false")"""
+        self.typed: dict[tuple[Any, ...], tuple[str, str, str]] = {}
+        """key path -> (an unquoted value there as written, cut to 40 characters; its YAML tag;
+        the whole value when it has at most 40 characters, else ""), e.g. ("off",
+        "tag:yaml.org,2002:bool", "off"); `misread` says what YAML made of it"""
         if node is not None:
             self._walk(node, (), set())
 
     def misread(self, key: tuple[Any, ...], field: str) -> str:
         """The problem line for a value at `key` that fills the text field `field` but that YAML
         read as a boolean or number (`key` in `typed`): what happened and to quote it."""
-        raw, what = self.typed[key]
-        return (f"{self.at(*key)}: {field}: YAML read the unquoted {raw} as {what}, not as "
-                f"text; quote it (\"{raw}\") if you meant the text")
+        raw, tag, whole = self.typed[key]
+        try:  # what YAML made of it (a long digit string: not computed)
+            value = yaml.safe_load(whole) if whole else None
+        except (yaml.YAMLError, ValueError):
+            value = None
+        shown = "" if value is None else \
+            " " + (str(value).lower() if isinstance(value, bool) else repr(value))
+        return (f"{self.at(*key)}: {field}: YAML read the unquoted {raw} as {TYPED[tag]}{shown}, "
+                f"not as text; quote it (\"{raw}\") if you meant the text")
 
     def _walk(self, node: yaml.Node, prefix: tuple[Any, ...], active: set[int]) -> None:
         self.lines.setdefault(prefix, node.start_mark.line + 1)
         if isinstance(node, yaml.ScalarNode) and node.style is None and node.tag in TYPED:
             raw = node.value if len(node.value) <= 40 else node.value[:37] + "..."
-            try:  # what YAML made of it (a long digit string: not computed)
-                value = yaml.safe_load(node.value) if len(node.value) <= 40 else None
-            except (yaml.YAMLError, ValueError):
-                value = None
-            shown = "" if value is None else \
-                " " + (str(value).lower() if isinstance(value, bool) else repr(value))
-            self.typed[prefix] = (raw, TYPED[node.tag] + shown)
+            whole = node.value if len(node.value) <= 40 else ""
+            self.typed[prefix] = (raw, node.tag, whole)
         if id(node) in active:  # a recursive alias: `_count_nodes` refuses it
             return
         active = active | {id(node)}

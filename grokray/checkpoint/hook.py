@@ -37,6 +37,13 @@ class Hook(Protocol):
         step)?"""
         ...
 
+    def asked_at_end(self) -> bool:
+        """The trial has finished training: has the driver asked for a checkpoint that it has
+        not answered? Asked of the driver now, waiting for the answer (once per trial): a trial
+        that ends between the driver's request and its next `asked` checkpoints its end, so
+        that a stop which drops its result (the driver stops before it lands) loses nothing."""
+        ...
+
     def done(self, config_hash: str) -> None:
         """The trial stopped training (its result goes back with the call)."""
         ...

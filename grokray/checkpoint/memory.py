@@ -72,6 +72,9 @@ class MemoryHook(MemoryStore):
     def asked(self) -> bool:
         return self.asking
 
+    def asked_at_end(self) -> bool:
+        return self.asking
+
     def chain(self, config_hash: str, every_s: float = 0.0) -> Chain | None:
         return super().chain(config_hash)
 

@@ -9,27 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from grokray.checkpoint.format import Unusable, decode
 from grokray.checkpoint.hook import Chain
+from grokray.pickup import SeedPickup
 from grokray.result import SeedResult
 
 PARAM = "param."
 """the name prefix of a seed's parameters in its state"""
-
-
-@dataclass
-class SeedPickup:
-    """What a seed still training picks up from a checkpoint."""
-
-    rows: list[dict[str, Any]]
-    """its curve rows recorded in the chain"""
-    snapshots: list[dict[str, Any]]
-    """its snapshot records in the chain (grokray.snapshots.COLUMNS)"""
-    params: dict[str, np.ndarray]
-    state: dict[str, np.ndarray]
-    """optimizer, filter and stream state (names without a prefix)"""
 
 
 @dataclass

@@ -20,6 +20,7 @@ load this module without Ray.
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 import time
@@ -60,6 +61,8 @@ class RunningTrial:
     """seconds since it was last heard from"""
     node_id: str | None = None
     """the Ray node it runs on"""
+    pid: int | None = None
+    """the worker process it runs in (on that node)"""
 
 
 def _box_class() -> Any:
@@ -89,11 +92,12 @@ def _box_class() -> Any:
                 held.deltas = {int(header(d)["step"]): d for d in deltas}
                 self.memory.held[h] = held
 
-        def begin(self, h: str, every: float, node: str | None = None
+        def begin(self, h: str, every: float, node: str | None = None, pid: int | None = None
                   ) -> tuple[int, int, tuple[bytes, list[bytes]] | None]:
             now = time.monotonic()
             self.running[h] = {"t0": now, "t_ckpt": now, "seen": now, "step": None,
-                               "every": every, "answered": self.asking, "node": node}
+                               "every": every, "answered": self.asking, "node": node,
+                               "pid": pid}
             chain = self.memory.chain(h)
             return self.sweep, self.asking, (None if chain is None else
                                               (chain.state, chain.deltas))
@@ -135,7 +139,7 @@ def _box_class() -> Any:
         def status(self) -> list[RunningTrial]:
             now = time.monotonic()
             return [RunningTrial(h, r["step"], now - r["t0"], now - r["t_ckpt"], r["every"],
-                                 r["answered"], now - r["seen"], r["node"])
+                                 r["answered"], now - r["seen"], r["node"], r["pid"])
                     for h, r in self.running.items()]
 
     globals()["_Box"] = _Box
@@ -227,15 +231,16 @@ class RayChannel(Channel):
 
     def wait(self, gen: int, timeout_s: float) -> int:
         """Until every trial running has answered request `gen` (or stopped, or fell silent),
-        and what they handed over is written; returns how many did not answer in time."""
+        and what they handed over is written; returns how many did not answer (in time, or at
+        all: fell silent)."""
         deadline = time.monotonic() + timeout_s
         while True:
-            pending = [r for r in self.running() if r.answered < gen and r.silent_s < SILENT_S]
-            if not pending or time.monotonic() >= deadline:
+            pending = [r for r in self.running() if r.answered < gen]
+            if all(r.silent_s >= SILENT_S for r in pending) or time.monotonic() >= deadline:
                 break
             time.sleep(0.2)
         self.pump()
-        return len(pending)
+        return len(pending)  # a silent one did not answer either
 
 
 class BoxHook:
@@ -255,7 +260,8 @@ class BoxHook:
         import ray
 
         node = ray.get_runtime_context().get_node_id()
-        self.sweep, asking, chain = ray.get(self.box.begin.remote(config_hash, every_s, node))
+        self.sweep, asking, chain = ray.get(self.box.begin.remote(config_hash, every_s, node,
+                                                                  os.getpid()))
         self.answered = self.seen = max(self.seen, asking)  # earlier requests are not ours
         self.hashes.append(config_hash)
         return None if chain is None else Chain(chain[0], list(chain[1]))
@@ -284,6 +290,16 @@ class BoxHook:
             self._t_poll = now
         return self.seen > self.answered
 
+    def asked_at_end(self) -> bool:
+        import ray
+
+        try:
+            self.seen = max(self.seen, int(ray.get(self.box.poll.remote(list(self.hashes)),
+                                                    timeout=10)))
+        except Exception:  # noqa: BLE001 - the driver is gone: nothing to answer
+            pass
+        return self.seen > self.answered
+
     def done(self, config_hash: str) -> None:
         if config_hash in self.hashes:
             self.hashes.remove(config_hash)
@@ -295,9 +311,12 @@ class BoxHook:
 
 def worker_hook() -> BoxHook | None:
     """The hook of a trial running in a Ray worker of a driver that serves checkpoints (None:
-    its driver has no checkpoint actor)."""
+    its driver has no checkpoint actor, or this process is connected to no Ray, where asking
+    Ray for the actor would start a local Ray only to find none)."""
     import ray
 
+    if not ray.is_initialized():
+        return None
     try:
         return BoxHook(ray.get_actor(BOX_NAME))
     except ValueError:

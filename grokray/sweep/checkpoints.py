@@ -12,9 +12,11 @@ Only the driver writes them, through the same atomic writes as the results (a tr
 checkpoint to the channel; a thread of the driver writes it), so checkpoints work wherever the
 results do: a local `--out` on a `ray up` head, an object store whose credentials only the
 driver has. Analysis, the dashboard and recompute never read them (they read trials/, curves/,
-snapshots/ and recomputed/ only). A trial's checkpoints are deleted when its rows land; those of
-a trial whose rows are on disk (the driver died between the two) are orphans, which `grokray
-status --repair` and the next run of the sweep remove.
+snapshots/ and recomputed/ only). A trial's checkpoints are deleted when its rows land, unless
+it was lost to its worker or node on every try (its row is failed, `Outcome.lost`): those stay
+for `--rerun-failed`. Those of a trial whose rows are on disk and did not fail (the driver died
+between the two) are orphans, which `grokray status --repair` and the next run of the sweep
+remove.
 
 At the start of a run, the driver reads the newest checkpoint of every config still to run; one
 that cannot be used (damaged, another format version, another config_hash, a broken chain) is
@@ -151,8 +153,9 @@ def _seeds(chain: Chain) -> set[int]:
 
 def repair(sweep_dir: str, done: set[tuple[str, int]] | None = None) -> dict[str, int]:
     """Remove what no trial will resume from: checkpoint temporary files, and checkpoints of
-    trials whose rows are on disk (`done`: the (config_hash, seed) identities with a row;
-    read when not given) or that hold nothing readable."""
+    trials whose rows are on disk (`done`: the (config_hash, seed) identities with a row that
+    did not fail; read when not given: a failed trial's checkpoints are those of a trial lost to
+    its worker or node, kept for `--rerun-failed`) or that hold nothing readable."""
     files = Files(sweep_dir)
     removed = {"checkpoint_temp_files": 0, "orphan_checkpoints": 0}
     hashes = files.hashes()
@@ -162,7 +165,7 @@ def repair(sweep_dir: str, done: set[tuple[str, int]] | None = None) -> dict[str
     if not hashes:
         return removed
     if done is None:
-        done = store.Manifest.load(sweep_dir).done()
+        done = store.Manifest.load(sweep_dir).done(include_failed=False)
     for h in hashes:
         seeds = files.seeds_held(h)
         if seeds is None or all((h, s) in done for s in seeds):
@@ -230,8 +233,9 @@ class Channel:
                 continue
             self._offer(h, chain)
             n += 1
-        if have:  # trials not to run now: orphans when their rows are on disk
-            done = store.Manifest.load(sweep_dir).done()
+        if have:  # trials not to run now: orphans when their rows are on disk (not failed ones:
+            # a trial lost to its worker or node keeps its checkpoints for --rerun-failed)
+            done = store.Manifest.load(sweep_dir).done(include_failed=False)
             for h in have:
                 seeds = files.seeds_held(h)
                 if seeds is not None and all((h, s) in done for s in seeds):
@@ -283,6 +287,9 @@ class Channel:
             self.answered = self.asking
 
     def asked(self) -> bool:
+        return self.answered < self.asking
+
+    def asked_at_end(self) -> bool:
         return self.answered < self.asking
 
     def done(self, config_hash: str) -> None:

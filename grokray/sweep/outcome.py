@@ -43,6 +43,9 @@ class Outcome:
     for an outcome made on the driver for a trial it lost, which ran nowhere it knows"""
     exception: BaseException | None = None
     """the exception Ray gave for a trial it lost (decides whether to retry); driver only"""
+    lost: bool = False
+    """its worker or node was lost on every try: the trial did not fail by itself, so its
+    checkpoints stay (grokray/sweep/checkpoints.py) and `--rerun-failed` resumes it"""
 
 
 def default_trial_fn(checkpoints: Any = None) -> TrialFn:

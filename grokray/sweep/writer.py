@@ -58,7 +58,9 @@ class Writer:
         self._error: BaseException | None = None
         self._lock = threading.Lock()  # the display is called from both threads
         self.landed: Any = None
-        """called with a trial's config_hash once its rows are written (its checkpoints go)"""
+        """called with a trial's config_hash once its rows are written (its checkpoints go;
+        not for a trial lost to its worker or node on every try, `Outcome.lost`: a rerun of
+        the failed resumes it)"""
 
     def started(self, config: TrialConfig) -> None:
         if self.display is not None:
@@ -113,7 +115,7 @@ class Writer:
             exc.trials_left = max(1, self.plan.n_todo_trials - len(self.outcomes))
             raise
         self.outcomes.append(outcome)
-        if self.landed is not None:
+        if self.landed is not None and not outcome.lost:  # a lost trial keeps its checkpoints
             self.landed(outcome.config.config_hash())
         if self.display is not None:
             with self._lock:

@@ -3,8 +3,9 @@
 `Checkpointer` runs inside the trainer: at the top of a step (that step's eval, snapshots and
 finished seeds done, its update not yet taken), when `checkpoint_every` seconds of trial time
 have passed since the last checkpoint or the driver asked (`Hook.asked`), it makes each trial's
-delta and state (grokray.checkpoint) and hands them to the hook. grokray/checkpoint/restore.py
-reads them back.
+delta and state (grokray.checkpoint) and hands them to the hook; at the end of training, once
+more if the driver asked and the trial has not answered yet (`at_end`).
+grokray/checkpoint/restore.py reads them back.
 
 A seed's state (names as in an end snapshot's `state/` tensors, grokray.optim.state): its
 parameters `param.<name>`, `opt.*` and `grokfast.*` (grokray.optim.state.member_state), its
@@ -56,6 +57,15 @@ class Checkpointer:
         if step == self.prev and not self.first:
             return  # a resumed run, at the checkpoint it resumed from
         if asked or time.perf_counter() - self.t_last >= self.every:
+            self.take(step)
+
+    def at_end(self, step: int) -> None:
+        """Every member has finished at `step`: checkpoint once more when the driver asked and
+        this trial has not answered (`Hook.asked_at_end`); the chain then holds every seed's
+        outcome, and a run that resumes from it trains nothing."""
+        if step == self.prev and not self.first:
+            return  # its newest checkpoint is at this very step
+        if self.hook.asked_at_end():
             self.take(step)
 
     def take(self, step: int) -> None:

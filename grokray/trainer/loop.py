@@ -50,6 +50,7 @@ class Training:
         st, step = self.stack, self.start
         t_loop = time.perf_counter()
         resumed = [r.resumed for r in st.runs if r.resumed is not None]
+        ckpt, ended = None, False
         try:
             if resumed:
                 replay(st, self.evaluator, self.stopping, self.snaps)
@@ -73,6 +74,7 @@ class Training:
                     self.evaluate(step, due)
                     self.report(step, t_loop, due)
                 self.end([p for p in st.active if step == st.steps[p]], step)
+            ended = True
         except Exception as exc:
             # a user's mistake is raised by run_trial; any other error fails the active seeds
             for pos in st.active:
@@ -81,6 +83,8 @@ class Training:
             if isinstance(exc, GrokrayError):
                 raise
         self.end(list(st.active), step)
+        if ckpt is not None and ended:  # asked while it ended: its result may not land
+            ckpt.at_end(step)
         self.snaps.close(st)
         summarize(st.runs)
 

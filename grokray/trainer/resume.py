@@ -24,6 +24,7 @@ from grokray import reader
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError
 from grokray.optim.state import load_member_state
+from grokray.pickup import SeedPickup
 from grokray.result import SeedResult
 from grokray.schema import CURVE_KEY_COLUMNS, METRIC_PREFIX
 from grokray.snapshots import STATE, to_tensor
@@ -69,19 +70,6 @@ def replay(st: Stack, evaluator: Evaluator, stopping: StoppingRule,
         st.runs[ri].rows.extend(state.rows)
         snaps.add(ri, state.snapshots)
 
-@dataclass
-class SeedState:
-    """What a continued seed picks up."""
-
-    rows: list[dict[str, Any]]
-    """its curve rows before the old budget"""
-    snapshots: list[dict[str, Any]]
-    """its snapshot records before the old budget"""
-    params: dict[str, np.ndarray]
-    """its parameters at the old budget"""
-    state: dict[str, np.ndarray]
-    """its training state there (names without the `state/` prefix)"""
-
 
 @dataclass
 class Resumed:
@@ -91,7 +79,7 @@ class Resumed:
     """the old config's identity (None: a run resumed from a checkpoint, not continued)"""
     step: int
     """the step the continued seeds pick up from"""
-    seeds: dict[int, SeedState]
+    seeds: dict[int, SeedPickup]
     """continued seeds"""
     copied: dict[int, tuple[SeedResult, list[dict[str, Any]], list[dict[str, Any]]]]
     """copied seeds: (outcome, curve rows, snapshot records)"""
@@ -145,7 +133,7 @@ def load(cfg: TrialConfig) -> Resumed:
                                f" at step {r.step} in {r.out}/{SNAPSHOTS}")
         params = {k: v for k, v in tensors.items() if not k.startswith(STATE)}
         params.update({k[len("param."):]: v for k, v in state.items() if k.startswith("param.")})
-        out.seeds[s] = SeedState(rows=_rows(c[c["step"] < r.step]), snapshots=_records(before),
+        out.seeds[s] = SeedPickup(rows=_rows(c[c["step"] < r.step]), snapshots=_records(before),
                                  params=params, state=state)
     return out
 

@@ -27,6 +27,30 @@ def ray_session():
     ray.shutdown()
 
 
+@pytest.fixture
+def cluster():
+    """A `ray.cluster_utils.Cluster` the driver is connected to: a head without CPUs (with a
+    custom resource `head`, for what must stay on it when a worker node goes) and two worker
+    nodes of one CPU each, health-checked every 0.5 s (a removed node is dead within about
+    2 s); this module's trial functions pickled by value. Yields (cluster, worker nodes).
+    A test module uses it by importing it (`from _sweep_helpers import cluster`)."""
+    import ray
+    from ray import cloudpickle
+    from ray.cluster_utils import Cluster
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    c = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "include_dashboard": False, "resources": {"head": 1},
+        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 4},
+    })
+    workers = [c.add_node(num_cpus=1) for _ in range(2)]
+    ray.init(address=c.address, log_to_driver=False)
+    c.wait_for_nodes()
+    yield c, workers
+    ray.shutdown()
+    c.shutdown()
+
+
 TINY = """\
 name: tiny
 out: {out}
@@ -106,3 +130,51 @@ def assert_only_the_culprit_failed(outcomes, innocents, culprit, tries: int) -> 
     lost = by[culprit.config_hash()]
     assert lost.result is None and lost.error.startswith(f"lost after {tries} tries: "), \
         lost.error
+
+
+def read_rows(sweep_dir: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The sweep's trials and curves tables, every file of each."""
+    t = pd.concat(pd.read_parquet(p.path) for p in os.scandir(f"{sweep_dir}/trials"))
+    c = pd.concat(pd.read_parquet(p.path) for p in os.scandir(f"{sweep_dir}/curves"))
+    return t.reset_index(drop=True), c.reset_index(drop=True)
+
+
+VOLATILE = ["run_id", "wall_s", "started_at", "finished_at", "checkpoint_step", "hostname",
+            "ray_node_id", "ray_version", "cuda_visible_devices", "sweep"]
+"""trials columns that differ between two runs of one trial (times, ids, where it ran)"""
+
+
+def assert_rows_equal_uninterrupted(sweep_dir: str, configs, rtol: float = 1e-12) -> pd.DataFrame:
+    """One row per (config, seed); every trials column but the volatile ones and every curve
+    value equal to each config's trial run here, never cut (float64: to `rtol`, atol 1e-12).
+    Returns the trials table."""
+    from grokray.schema import curve_frame, trial_frame
+    from grokray.trial import run_trial
+
+    t, c = read_rows(sweep_dir)
+    assert t.groupby(["config_hash", "seed"]).size().eq(1).all()
+    assert len(t) == sum(len(cfg.seeds) for cfg in configs)
+    for cfg in configs:
+        h = cfg.config_hash()
+        ref = run_trial(cfg)
+        t0 = trial_frame(ref, "s", "r").drop(columns=VOLATILE, errors="ignore")
+        t1 = t[t["config_hash"] == h].drop(columns=VOLATILE, errors="ignore")
+        t1 = t1.sort_values("seed").reset_index(drop=True)
+        pd.testing.assert_frame_equal(t1[t0.columns], t0, check_exact=False, rtol=rtol,
+                                      atol=1e-12, check_dtype=False)
+        key = ["seed", "step"]
+        c0 = curve_frame(ref, "s", "r").drop(columns=["run_id", "sweep"]).sort_values(key)
+        c1 = c[c["config_hash"] == h].sort_values(key)
+        pd.testing.assert_frame_equal(c1[c0.columns].reset_index(drop=True),
+                                      c0.reset_index(drop=True), check_exact=False, rtol=rtol,
+                                      atol=1e-12, check_dtype=False)
+    return t
+
+
+def checkpoint_steps(sweep_dir: str, config_hash: str) -> list[int]:
+    """The steps of a trial's state checkpoints in the sweep's storage."""
+    d = os.path.join(sweep_dir, "checkpoints", config_hash)
+    try:
+        return sorted(int(f[:10]) for f in os.listdir(d) if f.endswith(".state.npz"))
+    except FileNotFoundError:
+        return []

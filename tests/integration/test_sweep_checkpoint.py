@@ -17,6 +17,9 @@ import pytest
 ray = pytest.importorskip("ray")
 
 sys.path.insert(0, os.path.dirname(__file__))
+import _sweep_helpers as helpers  # noqa: E402
+
+cluster = helpers.cluster  # the fixture: a head and two worker nodes
 
 SPEC = """\
 name: ck
@@ -117,22 +120,6 @@ def test_warm_worker_killed_mid_trial_resumes_from_its_checkpoint(tmp_path):
     _check_rows(spec, cfg, seen["step"])
 
 
-@pytest.fixture
-def cluster():
-    from ray.cluster_utils import Cluster
-
-    c = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "include_dashboard": False,
-        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 4},
-    })
-    workers = [c.add_node(num_cpus=1) for _ in range(2)]
-    ray.init(address=c.address, log_to_driver=False)
-    c.wait_for_nodes()
-    yield c, workers
-    ray.shutdown()
-    c.shutdown()
-
-
 def test_node_removed_mid_trial_resumes_on_another_node(tmp_path, cluster):
     """Ray Tune on a cluster of two worker nodes: once a checkpoint of the trial is in the
     driver's storage, the node it runs on is removed; the trial runs again on the other node,
@@ -212,3 +199,98 @@ def test_driver_asks_running_trials_to_checkpoint(tmp_path):
     assert got["left"] == 0 and len(got["steps"]) == 1 and got["steps"][0] > 0
     assert [r.config_hash for r in got["running"]] == [h]
     assert got["running"][0].checkpoint_every == 3600
+
+
+def _kill_after_new_checkpoints(sweep_dir: str, hashes: list[str], times: int,
+                                seen: dict) -> threading.Thread:
+    """A thread that, `times` times, waits until every trial of `hashes` has a checkpoint newer
+    than the last it saw, then SIGKILLs the worker processes they run in (a worker lost
+    mid-trial)."""
+    from grokray.sweep import checkpoints
+
+    def kill():
+        last = dict.fromkeys(hashes, 0)
+        for _ in range(times):
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                steps = {h: (_state_steps(sweep_dir, h) or [0])[-1] for h in hashes}
+                if all(steps[h] > last[h] for h in hashes):
+                    break
+                time.sleep(0.05)
+            else:
+                seen["error"] = f"no newer checkpoint after {last}"
+                return
+            last = steps
+            for pid in {r.pid for r in checkpoints.channel().running() if r.config_hash in hashes}:
+                os.kill(pid, signal.SIGKILL)
+            seen.setdefault("steps", []).append(dict(steps))
+
+    th = threading.Thread(target=kill, daemon=True)
+    th.start()
+    return th
+
+
+def test_a_trial_lost_on_every_try_keeps_its_checkpoints_and_rerun_failed_resumes(tmp_path):
+    """A trial whose worker dies on each of its three tries fails ("lost after 3 tries"): it did
+    not fail by itself, so its checkpoints stay, and `--rerun-failed` resumes it from the newest
+    one, with the rows of a trial never cut, once."""
+    from grokray.sweep.executors.factory import make_executor
+    from grokray.sweep.plan import make_plan
+    from grokray.sweep.session import RaySession
+    from grokray.sweep.writer import run_plan
+
+    spec = _spec(tmp_path, steps=6000)
+    plan = make_plan(spec)
+    cfg = plan.todo[0]
+    h = cfg.config_hash()
+    seen: dict = {}
+    with RaySession(num_cpus=1) as session:
+        th = _kill_after_new_checkpoints(spec.sweep_dir, [h], 3, seen)
+        writer = run_plan(plan, make_executor(spec, plan.run_id, session))
+        th.join(timeout=5)
+    assert "error" not in seen, seen["error"]
+    (out,) = writer.outcomes
+    assert out.lost and out.error.startswith("lost after 3 tries: "), out.error
+    kept = _state_steps(spec.sweep_dir, h)
+    assert kept and kept[-1] >= seen["steps"][-1][h] > 0
+    rerun = make_plan(spec, rerun_failed=True)
+    assert [c.config_hash() for c in rerun.todo] == [h]
+    with RaySession(num_cpus=1) as session:
+        writer = run_plan(rerun, make_executor(spec, rerun.run_id, session))
+    assert writer.outcomes[0].error is None
+    _check_rows(spec, cfg, kept[-1])
+
+
+def test_a_lost_pack_resumes_each_config_from_its_checkpoint(tmp_path):
+    """A pack of two configs loses its warm worker once both have a checkpoint: the retry runs
+    them as one-config trials, each resuming from its own checkpoint; one row per (config,
+    seed), equal to each trial alone never cut (to the 1e-10 that packed and unpacked runs
+    agree to, tests/unit/test_pack.py)."""
+    from grokray.sweep.executors.factory import make_executor
+    from grokray.sweep.plan import make_plan
+    from grokray.sweep.session import RaySession
+    from grokray.sweep.spec import load_spec
+    from grokray.sweep.writer import run_plan
+
+    p = tmp_path / "ck.yaml"
+    p.write_text(SPEC.format(out=tmp_path / "out", steps=6000, every=0.5).replace(
+        "  arch: [mlp]\n", "  arch: [mlp]\n  optim.weight_decay: [0.5, 1.0]\n"))
+    spec = load_spec(str(p))
+    plan = make_plan(spec)
+    hashes = [c.config_hash() for c in plan.todo]
+    assert len(hashes) == 2
+    seen: dict = {}
+    with RaySession(num_cpus=1) as session:
+        ex = make_executor(spec, plan.run_id, session, pack=2)
+        th = _kill_after_new_checkpoints(spec.sweep_dir, hashes, 1, seen)
+        writer = run_plan(plan, ex)
+        th.join(timeout=5)
+    assert "error" not in seen, seen["error"]
+    assert len(writer.outcomes) == 2 and all(o.error is None for o in writer.outcomes)
+    assert len({round(o.wall_s, 9) for o in writer.outcomes}) == 2, (  # apart, not as a pack
+        seen, [(o.wall_s, [s.checkpoint_step for s in o.result.seeds]) for o in writer.outcomes])
+    t = helpers.assert_rows_equal_uninterrupted(spec.sweep_dir, plan.todo, rtol=1e-10)
+    at = seen["steps"][0]
+    for h in hashes:
+        assert (t[t["config_hash"] == h]["checkpoint_step"] >= at[h]).all() and at[h] > 0
+    assert not os.path.exists(os.path.join(spec.sweep_dir, "checkpoints"))

@@ -16,6 +16,8 @@ ray = pytest.importorskip("ray")
 sys.path.insert(0, os.path.dirname(__file__))
 import _sweep_helpers as helpers  # noqa: E402
 
+cluster = helpers.cluster  # the fixture: a head and two worker nodes
+
 
 @ray.remote(num_cpus=0)
 class Rendezvous:
@@ -43,23 +45,13 @@ def rendezvous_synthetic(cfg):
     return helpers.slow_synthetic(cfg)
 
 
-@pytest.fixture
-def cluster():
+@pytest.fixture(autouse=True)
+def _by_value():
+    """This module's trial functions travel to the workers by value (they cannot import
+    tests/)."""
     from ray import cloudpickle
-    from ray.cluster_utils import Cluster
 
-    cloudpickle.register_pickle_by_value(helpers)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    c = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "include_dashboard": False, "resources": {"head": 1},
-        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 4},
-    })
-    workers = [c.add_node(num_cpus=1) for _ in range(2)]
-    ray.init(address=c.address, log_to_driver=False)
-    c.wait_for_nodes()
-    yield c, workers
-    ray.shutdown()
-    c.shutdown()
 
 
 def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):

@@ -18,9 +18,11 @@ sys.path.insert(0, os.path.dirname(__file__))
 import _sweep_helpers as helpers  # noqa: E402
 
 
-def _sweep(spec, *extra, **kw):
+def _sweep(spec, *extra, threads=None, **kw):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("RAY_ADDRESS", None)
+    if threads:  # an in-process (--local) driver's torch threads
+        env["OMP_NUM_THREADS"] = str(threads)
     cmd = [sys.executable, "-m", "grokray.cli", "sweep", str(spec), "--plain", "--no-summary",
            *extra]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -46,7 +48,9 @@ def _wait_for_a_row(proc, tmp_path, timeout=240):
 def test_two_concurrent_drivers_leave_no_duplicates(tmp_path):
     spec = helpers.tiny_spec(tmp_path, groups=("Z5", "Z7", "S3", "D4"), steps=40,
                              concurrency=1)
-    procs = [_sweep(spec, "--local") for _ in range(2)]
+    # one torch thread each: two drivers of tiny trials on 2 cores (with 2 threads each they
+    # contend, and a trial of 40 steps takes seconds instead of a fraction of one)
+    procs = [_sweep(spec, "--local", threads=1) for _ in range(2)]
     results = [p.communicate(timeout=600) for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes in ([0, 0], [0, 2]), (codes, results)
@@ -60,26 +64,68 @@ def test_two_concurrent_drivers_leave_no_duplicates(tmp_path):
     assert not rows.duplicated(["config_hash", "seed"]).any()
 
 
-def test_a_foreign_cluster_changes_nothing(tmp_path):
-    """A Ray cluster already running on the machine (and going away mid-sweep) is not joined."""
-    from ray.cluster_utils import Cluster
+class Foreign:
+    """A Ray cluster of someone else's on the machine (a head node of 1 CPU), shared by the
+    module's tests that need one alive: `start` starts it unless it is up, `shutdown` takes it
+    away."""
 
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
-                                                        "include_dashboard": False})
+    def __init__(self):
+        self.cluster = None
+
+    def start(self) -> str:
+        from ray.cluster_utils import Cluster
+
+        if self.cluster is None:
+            self.cluster = Cluster(initialize_head=True, head_node_args={
+                "num_cpus": 1, "include_dashboard": False})
+        return self.cluster.address
+
+    def shutdown(self) -> None:
+        if self.cluster is not None:
+            self.cluster.shutdown()
+            self.cluster = None
+
+
+@pytest.fixture(scope="module")
+def foreign():
+    """One foreign cluster for the module (each start costs a Ray head's start-up): the test
+    that takes it away mid-sweep comes after the one that only needs it there."""
+    f = Foreign()
+    yield f
+    f.shutdown()
+
+
+def test_embedded_ray_is_a_new_node_and_the_context_stops_it(foreign):
+    from grokray.sweep.session import RaySession
+
+    if ray.is_initialized():
+        ray.shutdown()
+    address = foreign.start()
+    session = RaySession(num_cpus=1)
+    with session:
+        assert session.started_ray
+        nodes = [n for n in ray.nodes() if n["Alive"]]
+        assert len(nodes) == 1  # its own node, not the foreign cluster's
+        ours = ray.get_runtime_context().gcs_address
+        assert ours != address
+    assert not ray.is_initialized()  # the context stops what it started
+
+
+def test_a_foreign_cluster_changes_nothing(tmp_path, foreign):
+    """A Ray cluster already running on the machine (and going away mid-sweep) is not joined."""
+    foreign.start()
     try:
         spec = helpers.tiny_spec(tmp_path, groups=("Z5", "Z7", "Z3", "Z4"), steps=60,
                                  concurrency=1)
         env_addr = os.environ.get("RAY_ADDRESS")
         proc = _sweep(spec, "--num-cpus", "1")
         _wait_for_a_row(proc, tmp_path)
-        c.shutdown()  # the foreign cluster goes away mid-sweep
-        c = None
+        foreign.shutdown()  # the foreign cluster goes away mid-sweep
         out, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err
         assert env_addr == os.environ.get("RAY_ADDRESS")
     finally:
-        if c is not None:
-            c.shutdown()
+        foreign.shutdown()
     rows = _rows(tmp_path)
     assert len(rows) == 16 and (rows["status"] != "failed").all()
     assert not rows.duplicated(["config_hash", "seed"]).any()
@@ -111,24 +157,3 @@ def test_interrupt_exit_code_and_resume(tmp_path, sig, code):
     rows = _rows(tmp_path)
     assert len(rows) == 16 and not rows.duplicated(["config_hash", "seed"]).any()
 
-
-def test_embedded_ray_is_a_new_node_and_the_context_stops_it(tmp_path):
-    from ray.cluster_utils import Cluster
-
-    from grokray.sweep.session import RaySession
-
-    if ray.is_initialized():
-        ray.shutdown()
-    foreign = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
-                                                             "include_dashboard": False})
-    try:
-        session = RaySession(num_cpus=1)
-        with session:
-            assert session.started_ray
-            nodes = [n for n in ray.nodes() if n["Alive"]]
-            assert len(nodes) == 1  # its own node, not the foreign cluster's
-            ours = ray.get_runtime_context().gcs_address
-            assert ours != foreign.address
-        assert not ray.is_initialized()  # the context stops what it started
-    finally:
-        foreign.shutdown()

@@ -1,8 +1,10 @@
 """grokray as a user installs it: an sdist built from the checkout's sources, a wheel built from
 that sdist (offline: `pip wheel --no-deps --no-build-isolation`), the wheel installed into a
 fresh venv, and grokray used from an unrelated directory that has an `analysis/` package of its
-own: the shipped specs listed and run by name, the ledger's dry run, the dashboard, the HTML
-report, a spec copied out, and `grokray.load` in Python.
+own: the shipped specs listed, the ledger's dry run and a spec copied out. The smoke sweep run by
+name on Ray from the wheel, then `grokray.load` in Python, the HTML report and the dashboard
+(about a minute: an embedded Ray and six trials) is slow (--runslow); CI runs it
+(`.ci/run`), the default run builds the wheel and checks what it carries.
 
 The venv reuses this interpreter's installed dependencies (torch, Ray, ...) through a .pth file
 naming their site-packages; a .pth file only adds its lines to sys.path (the .pth files inside
@@ -134,6 +136,7 @@ def test_a_shipped_spec_is_copied_out_to_edit(user):
     assert "grokray sweep mine/rfm.yaml" in out
 
 
+@pytest.mark.slow
 def test_smoke_by_name_then_load_report_and_dashboard(user, dashboard_proc):
     env_dir, proj, env = user
     r = _grokray(user, "sweep", "smoke", "--out", "results", "--plain", "--num-cpus", "2")

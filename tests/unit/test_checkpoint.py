@@ -173,6 +173,40 @@ def test_checkpoint_off_and_short_trials_take_none():
     assert hook2.saved == []
 
 
+class LateHook(MemoryHook):
+    """The driver asked while the trial was training, but the trial learns of it only when it
+    asks at its end (a request that came within its polling lag of its end)."""
+
+    def __init__(self, store: MemoryHook | None = None):
+        super().__init__()
+        if store is not None:
+            self.held = store.held
+        self.calls = 0
+
+    def asked(self) -> bool:
+        self.calls += 1
+        return False
+
+    def asked_at_end(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("case", ["mlp", "minibatch", "forge_sampled"])
+def test_trial_asked_as_it_ends_checkpoints_its_end(case):
+    """A stop whose request a trial sees only as it ends drops the trial's result; the end
+    checkpoint holds every seed's outcome, rows and snapshots, and the next run trains nothing
+    and gives the rows of the trial never cut."""
+    cfg = _cfg(**CASES[case])
+    hook = LateHook()
+    run_trial(cfg, checkpoints=hook)  # its result is lost with the stop
+    assert hook.saved == [(cfg.config_hash(), hook.calls)]  # once, at the end
+    again = LateHook(store=hook)
+    got = run_trial(cfg, checkpoints=again)
+    assert again.calls == 0 and again.saved == []  # nothing trained again
+    assert {s.checkpoint_step for s in got.seeds} == {hook.calls}
+    assert_same(got, run_trial(cfg))
+
+
 def test_checkpoint_off_changes_no_number():
     cfg = _cfg()
     got, _ = cut_and_resume(cfg, every=25, kills=[40])

@@ -212,3 +212,45 @@ def test_continued_run_cut_short_resumes_and_equals_a_run_never_cut(tmp_path):
     pd.testing.assert_frame_equal(t1.drop(columns=drop), t0.drop(columns=drop),
                                   check_exact=False, rtol=1e-12, atol=1e-12)
     pd.testing.assert_frame_equal(c1, c0, check_exact=False, rtol=1e-12, atol=1e-12)
+
+
+def test_a_lost_trial_keeps_its_checkpoints_for_rerun_failed(tmp_path):
+    """Two trials fail after a checkpoint at 50: one by itself (an exception in its trial: its
+    row comes back failed), one lost to its worker on every try (`Outcome.lost`). The first's
+    checkpoints go with its row; the second's stay through a plain run of the sweep and
+    `status --repair`, and `--rerun-failed` resumes it from them, with the rows of a sweep never
+    cut."""
+    from grokray.sweep.outcome import Outcome
+    from grokray.sweep.writer import Writer, failed_result
+
+    spec = _spec(tmp_path)
+    plan = _cut(spec, [60, 60])
+    a, b = plan.todo
+    d = tmp_path / "out" / "ck" / "checkpoints"
+    ch = checkpoint_box.serve(None, spec.sweep_dir, plan.todo)
+    writer = Writer(plan)
+    writer.landed = ch.land
+    writer.finished(Outcome(a, failed_result(a, "RuntimeError: boom in the model")))
+    writer.finished(Outcome(b, None, error="lost after 3 tries: WorkerCrashedError", lost=True))
+    writer.close()
+    ch.close()
+    assert sorted(os.listdir(d)) == [b.config_hash()]
+    again = make_plan(spec)
+    assert again.todo == []  # failed rows count as done
+    checkpoint_box.serve(None, spec.sweep_dir, again.todo).close()  # a plain run's start
+    status_repair(spec.sweep_dir)
+    assert sorted(os.listdir(d)) == [b.config_hash()]
+    rerun = make_plan(spec, rerun_failed=True)
+    run_plan(rerun, LocalExecutor())
+    assert not os.path.exists(d)
+    t = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out" / "ck" / "trials").glob("*"))
+    assert len(t) == 4 and (t["status"] != "failed").all()
+    steps = t.groupby("config_hash")["checkpoint_step"].first()
+    assert steps[b.config_hash()] == 50 and pd.isna(steps[a.config_hash()])
+    (tmp_path / "ref.yaml").write_text(SPEC.format(out=tmp_path / "ref_out"))
+    run_plan(make_plan(load_spec(str(tmp_path / "ref.yaml"))), LocalExecutor())
+    got, ref = _tables(tmp_path / "out" / "ck"), _tables(tmp_path / "ref_out" / "ck")
+    pd.testing.assert_frame_equal(got[0].drop(columns=["sweep"], errors="ignore"),
+                                  ref[0].drop(columns=["sweep"], errors="ignore"),
+                                  check_exact=False, rtol=1e-12, atol=1e-12)
+    pd.testing.assert_frame_equal(got[1], ref[1], check_exact=False, rtol=1e-12, atol=1e-12)

@@ -85,9 +85,14 @@ def test_a_worker_runs_a_call_in_order_and_stamps_its_node():
 
 
 def test_a_packed_call_gives_each_config_its_own_result():
+    import ray
+
     cfgs = [_cfg("Z5", 1e-3), _cfg("Z5", 3e-3)]
+    connected = ray.is_initialized()
     packed = run_call(WorkerCall(cfgs, packed=True), None, node="n")
     alone = run_call(WorkerCall(cfgs), None, node="n")
+    # outside a Ray worker the trials find no checkpoint actor, and no Ray is started to look
+    assert ray.is_initialized() == connected
     assert [o.config for o in packed] == cfgs and all(o.error is None for o in packed)
     for p, a in zip(packed, alone, strict=True):  # one stack vs alone: float32 rounding apart
         for sp, sa in zip(p.result.seeds, a.result.seeds, strict=True):

@@ -75,7 +75,8 @@ class Retries:
         if self.tries[key] <= self.retries:
             return [[cfg]], []
         error = one_line(f"lost after {self.tries[key]} tries: {why}")
-        return [], [Outcome(cfg, None, error=error, traceback=text or None, exception=exc)]
+        return [], [Outcome(cfg, None, error=error, traceback=text or None, exception=exc,
+                            lost=True)]
 
 
 class CallQueue:

@@ -59,7 +59,6 @@ class WarmExecutor:
 
     def _run_calls(self, calls: Sequence[WorkerCall], sink: Sink) -> None:
         import ray  # a warm executor exists only inside a RaySession: Ray is up
-        from ray import exceptions as rx
 
         todo = CallQueue(calls, self.retries, sink)
         fn_ref = ray.put(self.trial_fn)
@@ -75,6 +74,17 @@ class WarmExecutor:
         for actor in self.session.warm.get(min(slots, len(todo)), self.cpu, self.gpu):
             if todo:
                 submit(todo.next(), actor)
+        try:
+            self._collect(running, todo, submit, sink)
+        except KeyboardInterrupt:
+            _report_ready(running, sink)
+            raise
+
+    def _collect(self, running: dict[Any, tuple[WorkerCall, Any]], todo: CallQueue,
+                 submit: Any, sink: Sink) -> None:
+        import ray  # as in _run_calls
+        from ray import exceptions as rx
+
         while running:
             done, _ = ray.wait(list(running), num_returns=1)
             call, actor = running.pop(done[0])
@@ -89,3 +99,19 @@ class WarmExecutor:
                 sink.finished(out)
             if todo:
                 submit(todo.next(), actor)
+
+
+def _report_ready(running: dict[Any, tuple[WorkerCall, Any]], sink: Sink) -> None:
+    """Interrupted: report the calls that had already come back (a trial that ended while a
+    graceful stop asked for checkpoints), so that their results are written, not run again."""
+    import ray  # as in _run_calls
+
+    if not running:
+        return
+    try:
+        ready, _ = ray.wait(list(running), num_returns=len(running), timeout=0)
+        for ref in ready:
+            for out in pickle.loads(ray.get(ref, timeout=0)):
+                sink.finished(out)
+    except Exception:  # noqa: BLE001 - a lost call or Ray going away: it runs again
+        pass
