@@ -166,9 +166,10 @@ class Deadline:
             return []
         todo = list(plan.todo)
         model = {c.config_hash(): model_seconds(c, spec.gpu) for c in todo}
-        # a trial that checkpoints need only reach its first checkpoint: the next allocation
-        # resumes it from there
-        needs = {c.config_hash(): first_checkpoint_s(c) for c in todo}
+        # a trial that checkpoints need only reach its first checkpoint (seconds of trial
+        # time, after its start): the next allocation resumes it from there
+        needs = {c.config_hash(): None if (f := first_checkpoint_s(c)) is None
+                 else f + OVERHEAD_S for c in todo}
         slots = session.slots(spec.cpu, spec.concurrency) if spec.gpu <= 0 else \
             _gpu_slots(spec.gpu, spec.concurrency)
         probe = outcomes is not None and any(v is not None for v in model.values())

@@ -422,6 +422,39 @@ def test_deadline_learns_the_pace_of_this_allocation(monkeypatch):
     assert ran == [list("abcdef")] and later == []
 
 
+def test_a_trial_needs_its_start_and_its_first_checkpoint_before_the_limit(monkeypatch):
+    """A 100 s trial that checkpoints every 20 s of trial time may start with its start
+    (OVERHEAD_S) and 20 s left, not with 20 s alone."""
+    import dataclasses
+
+    from grokray.slurm import deadline as dl
+
+    @dataclasses.dataclass
+    class Plan:
+        spec: object
+        todo: list
+
+    class Spec:
+        search, gpu, cpu, concurrency = None, 0.0, 1.0, None
+
+    class Session:
+        def slots(self, cpu, concurrency):
+            return 1
+
+    class Cfg:
+        def config_hash(self):
+            return "x"
+
+    monkeypatch.setattr(dl, "model_seconds", lambda cfg, gpu=0.0, steps=None: 100.0)
+    monkeypatch.setattr(dl, "first_checkpoint_s", lambda cfg: 20.0)
+    for left, starts in ((20.0 + dl.OVERHEAD_S - 1, False), (20.0 + dl.OVERHEAD_S + 1, True)):
+        monkeypatch.setattr(dl.Deadline, "left", lambda self, v=left: v)
+        ran = []
+        later = dl.Deadline(stop_at=0, job="1").run(Plan(Spec(), [Cfg()]), ran.append,
+                                                    Session())
+        assert bool(ran) is starts and len(later) == (0 if starts else 1)
+
+
 def test_progress_counts_rows_and_newer_checkpoints(tmp_path):
     import dataclasses
 
