@@ -232,6 +232,8 @@ def _kill_after_new_checkpoints(sweep_dir: str, hashes: list[str], times: int,
     return th
 
 
+@pytest.mark.slow  # three worker starts and two Ray sessions (tests/unit/test_checkpoint_files.py
+# holds the rule without Ray)
 def test_a_trial_lost_on_every_try_keeps_its_checkpoints_and_rerun_failed_resumes(tmp_path):
     """A trial whose worker dies on each of its three tries fails ("lost after 3 tries"): it did
     not fail by itself, so its checkpoints stay, and `--rerun-failed` resumes it from the newest
