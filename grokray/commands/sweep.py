@@ -334,7 +334,8 @@ def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
         print(f"interrupted: {trials_written(plan)} trials written; run the same command to "
               "resume", file=sys.stderr, flush=True)
         if deadline is not None and writer.display.running:  # started, not written
-            print(f"grokray sweep: {len(writer.display.running)} trials were cut short",
+            n = len(writer.display.running)
+            print(f"grokray sweep: {n} trial{' was' if n == 1 else 's were'} cut short",
                   file=sys.stderr, flush=True)
         return _slurm_exit(plan, deadline, signals.exit_code)
     if later:  # trials that could not finish before the Slurm job's time limit

@@ -6,9 +6,10 @@ runs its plan through `Deadline.run` instead of all at once:
 
     round:   the configs still to do, longest first, are laid on the run's slots as the cost
              model prices them (upper bound: every seed to its budget, at this host's speed;
-             GPU trials at the model's nominal GPU time), times the pace this allocation has
-             shown; a config is started only where it would end before the driver must be done
-             (the time-limit signal's moment, `stop_at`)
+             GPU trials at the model's nominal GPU time; a trial with a checkpoint for the
+             steps it has left), times the pace this allocation has shown; a config is started
+             only where it would end before the driver must be done (the time-limit signal's
+             moment, `stop_at`)
     pace:    the cost model prices a trial at the host's unloaded sgemm rate; a loaded node runs
              it 2-4x slower. Each trial that finishes in this allocation is a measurement
              (its wall time over the model's time for the steps it trained), and the estimates
@@ -28,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import os
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -45,10 +47,11 @@ its time is mostly its start"""
 
 
 def model_seconds(cfg: Any, gpu: float = 0.0,  # noqa: ANN401 - TrialConfig
-                  steps: Sequence[int] | None = None) -> float | None:
+                  steps: Sequence[int] | None = None, done: int = 0) -> float | None:
     """Cost-model seconds of `cfg` when its seeds run `steps` steps each (default: every seed to
-    its budget, the upper bound): CPU time at this host's sgemm rate, or the nominal GPU time
-    when the trial holds a GPU; None when its family has no cost model."""
+    its budget less `done`, the steps a checkpoint already holds: the upper bound): CPU time at
+    this host's sgemm rate, or the nominal GPU time when the trial holds a GPU; None when its
+    family has no cost model."""
     from grokray.cost import table as cost_table
     from grokray.cost.host import host_gflops
     from grokray.cost.model import has_model, trial_cost
@@ -56,7 +59,9 @@ def model_seconds(cfg: Any, gpu: float = 0.0,  # noqa: ANN401 - TrialConfig
 
     if not has_model(cfg):
         return None
-    c = trial_cost(cfg, list(steps) if steps is not None else [budget(cfg)] * len(cfg.seeds))
+    if steps is None:
+        steps = [max(0, budget(cfg) - done)] * len(cfg.seeds)
+    c = trial_cost(cfg, list(steps))
     if gpu > 0:
         return c.gpu_s
     ref = float(cost_table.load()["reference_host"]["sgemm_gflops"])
@@ -165,10 +170,15 @@ class Deadline:
             run_part(plan)
             return []
         todo = list(plan.todo)
-        model = {c.config_hash(): model_seconds(c, spec.gpu) for c in todo}
-        # a trial that checkpoints need only reach its first checkpoint: the next allocation
-        # resumes it from there
-        needs = {c.config_hash(): first_checkpoint_s(c) for c in todo}
+        # a trial cut short in an earlier allocation resumes from its checkpoint: priced for
+        # the steps it has left
+        done = checkpoint_steps(spec.sweep_dir)
+        model = {c.config_hash(): model_seconds(c, spec.gpu, done=done.get(c.config_hash(), 0))
+                 for c in todo}
+        # a trial that checkpoints need only reach its first checkpoint (seconds of trial
+        # time, after its start): the next allocation resumes it from there
+        needs = {c.config_hash(): None if (f := first_checkpoint_s(c)) is None
+                 else f + OVERHEAD_S for c in todo}
         slots = session.slots(spec.cpu, spec.concurrency) if spec.gpu <= 0 else \
             _gpu_slots(spec.gpu, spec.concurrency)
         probe = outcomes is not None and any(v is not None for v in model.values())
@@ -267,6 +277,31 @@ def newest_checkpoint(sweep_dir: str) -> float:
         return 0.0
     return max((i.mtime.timestamp() for i in infos
                 if i.type == pafs.FileType.File and i.mtime is not None), default=0.0)
+
+
+_STATE = re.compile(r"^(\d+)\.state\.npz$")
+"""a checkpoint's state file, named by its step (grokray.sweep.checkpoints.file_name)"""
+
+
+def checkpoint_steps(sweep_dir: str) -> dict[str, int]:
+    """config_hash -> the step of its newest checkpoint state under the sweep's checkpoints/
+    (from the file names; whether it can be used is the trial's to find out)."""
+    import pyarrow.fs as pafs
+
+    from grokray.reader import Location
+
+    loc = Location.of(sweep_dir)
+    sel = pafs.FileSelector(loc.join(CHECKPOINTS), recursive=True, allow_not_found=True)
+    try:
+        infos = loc.fs.get_file_info(sel)
+    except (OSError, ValueError):
+        return {}
+    steps: dict[str, int] = {}
+    for i in infos:
+        parent = i.path.rstrip("/").split("/")[-2] if "/" in i.path else ""
+        if i.type == pafs.FileType.File and (m := _STATE.match(i.base_name)) and parent:
+            steps[parent] = max(steps.get(parent, 0), int(m.group(1)))
+    return steps
 
 
 STOP_S = 45.0

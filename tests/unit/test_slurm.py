@@ -307,13 +307,14 @@ def test_deadline_runs_rounds_of_what_fits(monkeypatch):
 
     class Spec:
         search, gpu, cpu, concurrency = None, 0.0, 1.0, None
+        sweep_dir = "/nonexistent/sweep"
 
     class Session:
         def slots(self, cpu, concurrency):
             return 2
 
     monkeypatch.setattr(dl, "model_seconds",
-                        lambda cfg, gpu=0.0, steps=None: cfg.secs - dl.OVERHEAD_S)
+                        lambda cfg, gpu=0.0, steps=None, done=0: cfg.secs - dl.OVERHEAD_S)
     lefts = iter([100.0, 100.0, 60.0, 60.0, 5.0])
     monkeypatch.setattr(dl.Deadline, "left", lambda self: next(lefts))
     todo = [Cfg("a", 50), Cfg("b", 40), Cfg("c", 70), Cfg("d", 55), Cfg("e", 500)]
@@ -345,7 +346,7 @@ def test_measured_pace_of_a_finished_trial(monkeypatch):
 
     asked = []
 
-    def model(cfg, gpu=0.0, steps=None):
+    def model(cfg, gpu=0.0, steps=None, done=0):
         asked.append(list(steps))
         return 0.01 * sum(steps)
 
@@ -385,12 +386,13 @@ def test_deadline_learns_the_pace_of_this_allocation(monkeypatch):
 
     class Spec:
         search, gpu, cpu, concurrency = None, 0.0, 1.0, None
+        sweep_dir = "/nonexistent/sweep"
 
     class Session:
         def slots(self, cpu, concurrency):
             return 2
 
-    monkeypatch.setattr(dl, "model_seconds", lambda cfg, gpu=0.0, steps=None: 20.0)
+    monkeypatch.setattr(dl, "model_seconds", lambda cfg, gpu=0.0, steps=None, done=0: 20.0)
     monkeypatch.setattr(dl, "first_checkpoint_s", lambda cfg: None)
 
     def sweep(pace, lefts, learn=True):
@@ -420,6 +422,94 @@ def test_deadline_learns_the_pace_of_this_allocation(monkeypatch):
     # no outcomes to learn from (packs): the model's times, all in one round
     d, ran, later = sweep(3.0, [100.0], learn=False)
     assert ran == [list("abcdef")] and later == []
+
+
+def test_a_trial_needs_its_start_and_its_first_checkpoint_before_the_limit(monkeypatch):
+    """A 100 s trial that checkpoints every 20 s of trial time may start with its start
+    (OVERHEAD_S) and 20 s left, not with 20 s alone."""
+    import dataclasses
+
+    from grokray.slurm import deadline as dl
+
+    @dataclasses.dataclass
+    class Plan:
+        spec: object
+        todo: list
+
+    class Spec:
+        search, gpu, cpu, concurrency = None, 0.0, 1.0, None
+        sweep_dir = "/nonexistent/sweep"
+
+    class Session:
+        def slots(self, cpu, concurrency):
+            return 1
+
+    class Cfg:
+        def config_hash(self):
+            return "x"
+
+    monkeypatch.setattr(dl, "model_seconds", lambda cfg, gpu=0.0, steps=None, done=0: 100.0)
+    monkeypatch.setattr(dl, "first_checkpoint_s", lambda cfg: 20.0)
+    for left, starts in ((20.0 + dl.OVERHEAD_S - 1, False), (20.0 + dl.OVERHEAD_S + 1, True)):
+        monkeypatch.setattr(dl.Deadline, "left", lambda self, v=left: v)
+        ran = []
+        later = dl.Deadline(stop_at=0, job="1").run(Plan(Spec(), [Cfg()]), ran.append,
+                                                    Session())
+        assert bool(ran) is starts and len(later) == (0 if starts else 1)
+
+
+def test_a_checkpointed_trial_is_priced_for_the_steps_it_has_left(tmp_path, monkeypatch):
+    """The newest checkpoint state's step (from its file name) comes off the trial's budget:
+    a trial cut at 900 of 1,000 steps fits where a whole one would not."""
+    import dataclasses
+
+    from grokray.config import TrialConfig
+    from grokray.slurm import deadline as dl
+
+    ck = tmp_path / "checkpoints"
+    (ck / "h1").mkdir(parents=True)
+    (ck / "h2").mkdir()
+    for name in ("0000001000.state.npz", "0000003000.state.npz", "0000003000.delta.npz",
+                 "0000004000.delta.npz"):
+        (ck / "h1" / name).write_bytes(b"x")
+    (ck / "h2" / "0000000500.delta.npz").write_bytes(b"x")  # a delta alone: no state
+    assert dl.checkpoint_steps(str(tmp_path)) == {"h1": 3000}
+    assert dl.checkpoint_steps(str(tmp_path / "none")) == {}
+    # the cost model: a checkpoint at 1,200 of 2,000 steps leaves the cost of 800
+    cfg = TrialConfig.from_dict({"group": "Z5", "arch": "mlp", "steps": 2000, "eval_every": 100,
+                                 "seeds": [0, 1], "device": "cpu"})
+    assert dl.model_seconds(cfg, done=1200) == dl.model_seconds(cfg, steps=[800, 800])
+    assert dl.model_seconds(cfg, done=1200) < dl.model_seconds(cfg)
+
+    @dataclasses.dataclass
+    class Cfg:
+        name: str
+
+        def config_hash(self):
+            return self.name
+
+    @dataclasses.dataclass
+    class Plan:
+        spec: object
+        todo: list
+
+    class Spec:
+        search, gpu, cpu, concurrency, sweep_dir = None, 0.0, 1.0, None, str(tmp_path)
+
+    class Session:
+        def slots(self, cpu, concurrency):
+            return 1
+
+    monkeypatch.setattr(dl, "checkpoint_steps", lambda d: {"a": 900})
+    monkeypatch.setattr(dl, "model_seconds",
+                        lambda cfg, gpu=0.0, steps=None, done=0: 0.1 * (1000 - done))
+    monkeypatch.setattr(dl.Deadline, "left", lambda self: 120.0)
+    ran = []
+    later = dl.Deadline(stop_at=0, job="3").run(
+        Plan(Spec(), [Cfg("a"), Cfg("b")]), lambda p: ran.append([c.name for c in p.todo]),
+        Session())
+    # b (105 s) then a (10 + 5 s): both end by 120 s; priced whole, a (105 s) would wait
+    assert ran == [["a", "b"]] and later == []
 
 
 def test_progress_counts_rows_and_newer_checkpoints(tmp_path):
