@@ -197,7 +197,9 @@ class Channel:
         self.memory = MemoryStore()
         self.landed: set[str] = set()
         """trials whose rows are written: a late checkpoint of theirs is dropped"""
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
+        """held while writing or removing files; re-entrant: a graceful stop's request runs in
+        the signal handler, which may interrupt this thread inside `close`'s last pump"""
         self.asking = 0
         """the generation of the driver's last request"""
         self.answered = 0

@@ -93,6 +93,7 @@ def _check_rows(spec, cfg, seen_step: int) -> pd.DataFrame:
 
 
 def test_warm_worker_killed_mid_trial_resumes_from_its_checkpoint(tmp_path):
+    from grokray.sweep import checkpoints
     from grokray.sweep.executors.factory import make_executor
     from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
@@ -107,7 +108,8 @@ def test_warm_worker_killed_mid_trial_resumes_from_its_checkpoint(tmp_path):
 
         def killer():
             seen["step"] = _wait_for_checkpoint(spec.sweep_dir, cfg.config_hash())
-            seen["pids"] = pids = session.warm.pids()
+            # the process the trial runs in (a busy warm worker answers no other call)
+            seen["pids"] = pids = [r.pid for r in checkpoints.channel().running()]
             for pid in pids:
                 os.kill(pid, signal.SIGKILL)
 
@@ -230,6 +232,8 @@ def _kill_after_new_checkpoints(sweep_dir: str, hashes: list[str], times: int,
     return th
 
 
+@pytest.mark.slow  # three worker starts and two Ray sessions (tests/unit/test_checkpoint_files.py
+# holds the rule without Ray)
 def test_a_trial_lost_on_every_try_keeps_its_checkpoints_and_rerun_failed_resumes(tmp_path):
     """A trial whose worker dies on each of its three tries fails ("lost after 3 tries"): it did
     not fail by itself, so its checkpoints stay, and `--rerun-failed` resumes it from the newest

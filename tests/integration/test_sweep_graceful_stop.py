@@ -140,7 +140,8 @@ def _cut_then_rerun(kind: str, spec, stop) -> None:
     assert not os.path.exists(os.path.join(spec.sweep_dir, "checkpoints"))
 
 
-@pytest.mark.parametrize("kind", ["warm", "tune"])
+# Ray Tune's variants are slow (about a minute each here): `--runslow`, which .ci/run passes
+@pytest.mark.parametrize("kind", ["warm", pytest.param("tune", marks=pytest.mark.slow)])
 def test_stopped_mid_trial_resumes_every_cut_trial(tmp_path, kind):
     """Both trials are stopped a second or two into their training (6,000 steps each)."""
     spec = _spec(tmp_path, steps=6000)
@@ -148,10 +149,11 @@ def test_stopped_mid_trial_resumes_every_cut_trial(tmp_path, kind):
         r.trained_s >= 1.5 for r in running))
 
 
-def test_a_trial_ending_as_the_stop_asks_loses_nothing(tmp_path):
+@pytest.mark.parametrize("kind", ["warm", pytest.param("tune", marks=pytest.mark.slow)])
+def test_a_trial_ending_as_the_stop_asks_loses_nothing(tmp_path, kind):
     """A trial of 600 steps (under a second here) is asked as soon as it starts: it ends before
     its next poll (a second after its first) would see the request, and asks once more at its
     end. It ends with its result written, or with an end checkpoint from which the next run
     trains nothing; never from step 0 (what a stop that dropped its result did before)."""
     spec = _spec(tmp_path, steps=600, wds=[0.5])
-    _cut_then_rerun("warm", spec, lambda running: len(running) == 1)
+    _cut_then_rerun(kind, spec, lambda running: len(running) == 1)
