@@ -7,9 +7,9 @@ runs its plan through `Deadline.run` instead of all at once:
     round:   the configs still to do, longest first, are laid on the run's slots as the cost
              model prices them (upper bound: every seed to its budget, at this host's speed;
              GPU trials at the model's nominal GPU time; a trial with a checkpoint for the
-             steps it has left), times the pace this allocation has shown; a config is started
-             only where it would end before the driver must be done (the time-limit signal's
-             moment, `stop_at`)
+             steps it has left, and laid first: finishing it is cheap and lands its rows), times
+             the pace this allocation has shown; a config is started only where it would end
+             before the driver must be done (the time-limit signal's moment, `stop_at`)
     pace:    the cost model prices a trial at the host's unloaded sgemm rate; a loaded node runs
              it 2-4x slower. Each trial that finishes in this allocation is a measurement
              (its wall time over the model's time for the steps it trained), and the estimates
@@ -32,7 +32,7 @@ import os
 import re
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from grokray.slurm import allocation
@@ -98,14 +98,15 @@ def pace_of(measured: Sequence[float]) -> float:
 
 
 def fitting(configs: Sequence[Any], seconds: Sequence[float | None], slots: int,  # noqa: ANN401
-            left: float, needs: Sequence[float | None] | None = None
-            ) -> tuple[list[int], list[int]]:
-    """Indices of `configs` that fit in `left` seconds on `slots` slots, laid longest first as
-    the executors take them (a slot takes the next config as soon as it is free), and of the
-    rest. A config fits when it would reach its end, or sooner its first checkpoint (`needs`:
-    seconds to it, None without checkpoints), before `left`; it holds its slot for its
-    `seconds`. A config without an estimate fits whenever a slot is free before `left`."""
-    order = sorted(range(len(configs)), key=lambda i: -(seconds[i] or 0.0))
+            left: float, needs: Sequence[float | None] | None = None,
+            first: Collection[int] = ()) -> tuple[list[int], list[int]]:
+    """Indices of `configs` that fit in `left` seconds on `slots` slots, laid as the executors
+    take them (a slot takes the next config as soon as it is free; `lay_order`: the indices in
+    `first` before the others, each part longest first), and of the rest. A config fits when it
+    would reach its end, or sooner its first checkpoint (`needs`: seconds to it, None without
+    checkpoints), before `left`; it holds its slot for its `seconds`. A config without an
+    estimate fits whenever a slot is free before `left`."""
+    order = lay_order(range(len(configs)), seconds, first)
     free = [0.0] * max(1, slots)
     fits, rest = [], []
     for i in order:
@@ -119,6 +120,13 @@ def fitting(configs: Sequence[Any], seconds: Sequence[float | None], slots: int,
         else:
             rest.append(i)
     return sorted(fits), sorted(rest)
+
+
+def lay_order(indices: Iterable[int], seconds: Sequence[float | None],
+              first: Collection[int] = ()) -> list[int]:
+    """`indices` in the order trials are started: those in `first` (trials with a checkpoint:
+    finishing one is cheap and lands its rows) before the others, each part longest first."""
+    return sorted(indices, key=lambda i: (i not in first, -(seconds[i] or 0.0)))
 
 
 def first_checkpoint_s(cfg: Any) -> float | None:  # noqa: ANN401 - TrialConfig
@@ -187,16 +195,17 @@ class Deadline:
             self.secs = {h: None if m is None else m * pace + OVERHEAD_S
                          for h, m in model.items()}
             secs = [self.secs[c.config_hash()] for c in todo]
+            resumed = {i for i, c in enumerate(todo) if done.get(c.config_hash(), 0) > 0}
             fits, rest = fitting(todo, secs, slots, self.left(),
-                                 [needs[c.config_hash()] for c in todo])
+                                 [needs[c.config_hash()] for c in todo], resumed)
             if not fits:
                 break
-            now = [todo[i] for i in fits]
+            now = [todo[i] for i in lay_order(fits, secs, resumed)]
             if probe and not self.measured and len(fits) > slots:
-                # no pace measured yet: one wave (the longest, a trial per slot) first
-                wave = sorted(fits, key=lambda i: -(secs[i] or 0.0))[:slots]
+                # no pace measured yet: one wave (the first a trial per slot) first
+                wave = lay_order(fits, secs, resumed)[:slots]
                 rest = sorted(set(rest) | (set(fits) - set(wave)))
-                now = [todo[i] for i in sorted(wave)]
+                now = [todo[i] for i in wave]
                 print(f"grokray sweep: {len(now)} of {len(todo)} trials first, to measure how "
                       "fast trials run in this allocation; the rest are priced at that pace",
                       flush=True)

@@ -90,6 +90,9 @@ def test_fitting_lays_longest_first_on_slots():
     assert [cfgs[i] for i in fits] == list("abcf") and [cfgs[i] for i in rest] == list("de")
     # a checkpoint interval longer than the trials (the default 600 s): each needs its end
     assert fitting(cfgs, secs, 2, 100.0, [600.0] * 6) == fitting(cfgs, secs, 2, 100.0)
+    # a trial with a checkpoint is laid first: b (10 s) then a (50 s) ends at 60 > 55
+    assert fitting(list("ab"), [50.0, 10.0], 1, 55.0) == ([0], [1])
+    assert fitting(list("ab"), [50.0, 10.0], 1, 55.0, first={1}) == ([1], [0])
 
 
 def test_deadline_lines():
@@ -324,7 +327,7 @@ def test_deadline_runs_rounds_of_what_fits(monkeypatch):
                                                 Session())
     # 100 s on 2 slots, longest first: c 0-70, d 0-55, then a (55-105) is too late and b
     # (55-95) fits; with 60 s left, a fits; e (500 s) never does
-    assert ran == [["b", "c", "d"], ["a"]]
+    assert ran == [["c", "d", "b"], ["a"]]  # each round in the order it was laid
     assert [c.name for c in later] == ["e"]
 
 
@@ -508,8 +511,25 @@ def test_a_checkpointed_trial_is_priced_for_the_steps_it_has_left(tmp_path, monk
     later = dl.Deadline(stop_at=0, job="3").run(
         Plan(Spec(), [Cfg("a"), Cfg("b")]), lambda p: ran.append([c.name for c in p.todo]),
         Session())
-    # b (105 s) then a (10 + 5 s): both end by 120 s; priced whole, a (105 s) would wait
+    # a (10 + 5 s, laid first: it has a checkpoint) then b (105 s): both end by 120 s;
+    # priced whole, a (105 s) would wait
     assert ran == [["a", "b"]] and later == []
+    # two slots, 90 s, checkpoints every 20 s: the two resumed trials (40 + 5 s) first, then
+    # the fresh ones (100 + 5 s), which reach their first checkpoint (25 s) by 70 s; laid
+    # longest first instead, c and d would start first and a, b wait for the next allocation
+    monkeypatch.setattr(dl, "checkpoint_steps", lambda d: {"a": 600, "b": 600})
+    monkeypatch.setattr(dl, "first_checkpoint_s", lambda cfg: 20.0)
+    monkeypatch.setattr(dl.Deadline, "left", lambda self: 90.0)
+
+    class Two(Session):
+        def slots(self, cpu, concurrency):
+            return 2
+
+    ran = []
+    later = dl.Deadline(stop_at=0, job="3").run(
+        Plan(Spec(), [Cfg(x) for x in "cdab"]), lambda p: ran.append([c.name for c in p.todo]),
+        Two())
+    assert ran == [["a", "b", "c", "d"]] and later == []
 
 
 def test_progress_counts_rows_and_newer_checkpoints(tmp_path):
