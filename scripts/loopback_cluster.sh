@@ -48,6 +48,8 @@ prepare() {
     # cluster.onprem.yaml starts Ray from ~/grokray-venv on every node: here, this venv
     local venv
     venv="$(python -c 'import sys; print(sys.prefix)')"
+    # a link left dangling (its venv since removed) is replaced; a live one is the user's
+    if [ -L "$HOME/grokray-venv" ] && [ ! -e "$HOME/grokray-venv" ]; then rm "$HOME/grokray-venv"; fi
     if [ ! -e "$HOME/grokray-venv" ]; then ln -s "$venv" "$HOME/grokray-venv"; fi
     echo "prepared: sshd $SSHD, rsync $(command -v rsync), key $KEY (authorized)," \
          "token ~/.ray/auth_token, ~/grokray-venv -> $(readlink -f "$HOME/grokray-venv")"
