@@ -11,9 +11,10 @@ CHUNK_SEEDS = 8  # on CPU the budgets below are spent on this many seeds, howeve
 CPU_CHUNK_BUDGET = 5 << 20  # on CPU, a chunk of pairs holds at most this many floats: its
 # logits and the model's per-pair floats (Model.pair_floats), over CHUNK_SEEDS seeds; cache-sized
 # working sets. At Z97 this gives the MLP 1,362 pairs a chunk, FORGE (d 32, R 256) 705, the
-# transformer (d 128, d_mlp 512) 305: FORGE's step is 1.3x faster than at 1,351 pairs (a
-# logits-only budget of 2^20), the transformer's 1.1x faster than at 675, the MLP's a little
-# faster than at 337 (benchmarks/README.md); on CUDA one big chunk is best
+# transformer (d 128, d_mlp 512) 305: FORGE's step is 1.06-1.13x faster than at 1,351 pairs (a
+# logits-only budget of 2^20; min / median), the transformer's 1.1x faster than at 675, the
+# MLP's unchanged within noise (benchmarks/README.md, "Figures from probes"); on CUDA one big
+# chunk is best
 
 
 def chunk_pairs(budget: int, n_out: int, S: int, pair_floats: int = 0, cpu: bool = True
