@@ -147,7 +147,11 @@ VOLATILE = ["run_id", "wall_s", "started_at", "finished_at", "checkpoint_step", 
 def assert_rows_equal_uninterrupted(sweep_dir: str, configs, rtol: float = 1e-12) -> pd.DataFrame:
     """One row per (config, seed); every trials column but the volatile ones and every curve
     value equal to each config's trial run here, never cut (float64: to `rtol`, atol 1e-12).
-    Returns the trials table."""
+    Returns the trials table. The reference trains on one torch thread, as a Ray worker of
+    `cpu: 1` does (Ray sets its OMP_NUM_THREADS=1): float64 sums in another order differ in the
+    last bits, and a few thousand steps can grow that past 1e-12."""
+    import torch
+
     from grokray.schema import curve_frame, trial_frame
     from grokray.trial import run_trial
 
@@ -156,7 +160,12 @@ def assert_rows_equal_uninterrupted(sweep_dir: str, configs, rtol: float = 1e-12
     assert len(t) == sum(len(cfg.seeds) for cfg in configs)
     for cfg in configs:
         h = cfg.config_hash()
-        ref = run_trial(cfg)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            ref = run_trial(cfg)
+        finally:
+            torch.set_num_threads(threads)
         t0 = trial_frame(ref, "s", "r").drop(columns=VOLATILE, errors="ignore")
         t1 = t[t["config_hash"] == h].drop(columns=VOLATILE, errors="ignore")
         t1 = t1.sort_values("seed").reset_index(drop=True)
