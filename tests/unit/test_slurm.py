@@ -4,6 +4,7 @@ anything is submitted)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -288,43 +289,55 @@ def test_submits_and_prints_how_to_follow(tmp_path, capsys, monkeypatch):
     assert '[ "$RUN" -lt 1 ]' in text and "#SBATCH --time=00:10:00" in text
 
 
+@dataclasses.dataclass
+class _Cfg:
+    """A config as the deadline's rounds see it: its hash (the name) and, where a test prices
+    by it, its seconds."""
+
+    name: str = "x"
+    secs: float = 0.0
+
+    def config_hash(self):
+        return self.name
+
+
+@dataclasses.dataclass
+class _Plan:
+    spec: object
+    todo: list
+
+
+@dataclasses.dataclass
+class _Spec:
+    sweep_dir: str = "/nonexistent/sweep"
+    search: object = None
+    gpu: float = 0.0
+    cpu: float = 1.0
+    concurrency: object = None
+
+
+@dataclasses.dataclass
+class _Session:
+    n: int = 2
+
+    def slots(self, cpu, concurrency):
+        return self.n
+
+
 def test_deadline_runs_rounds_of_what_fits(monkeypatch):
     """Round 1 starts what fits in the time left; after it, with the time then left, round 2
     starts what fits now; what never fits is left for the next allocation."""
-    import dataclasses
-
     from grokray.slurm import deadline as dl
-
-    @dataclasses.dataclass
-    class Cfg:
-        name: str
-        secs: float
-
-        def config_hash(self):
-            return self.name
-
-    @dataclasses.dataclass
-    class Plan:
-        spec: object
-        todo: list
-
-    class Spec:
-        search, gpu, cpu, concurrency = None, 0.0, 1.0, None
-        sweep_dir = "/nonexistent/sweep"
-
-    class Session:
-        def slots(self, cpu, concurrency):
-            return 2
 
     monkeypatch.setattr(dl, "model_seconds",
                         lambda cfg, gpu=0.0, steps=None, done=0: cfg.secs - dl.OVERHEAD_S)
     lefts = iter([100.0, 100.0, 60.0, 60.0, 5.0])
     monkeypatch.setattr(dl.Deadline, "left", lambda self: next(lefts))
-    todo = [Cfg("a", 50), Cfg("b", 40), Cfg("c", 70), Cfg("d", 55), Cfg("e", 500)]
+    todo = [_Cfg("a", 50), _Cfg("b", 40), _Cfg("c", 70), _Cfg("d", 55), _Cfg("e", 500)]
     ran = []
-    later = dl.Deadline(stop_at=0, job="9").run(Plan(Spec(), todo),
+    later = dl.Deadline(stop_at=0, job="9").run(_Plan(_Spec(), todo),
                                                 lambda p: ran.append([c.name for c in p.todo]),
-                                                Session())
+                                                _Session())
     # 100 s on 2 slots, longest first: c 0-70, d 0-55, then a (55-105) is too late and b
     # (55-95) fits; with 60 s left, a fits; e (500 s) never does
     assert ran == [["c", "d", "b"], ["a"]]  # each round in the order it was laid
@@ -370,30 +383,9 @@ def test_measured_pace_of_a_finished_trial(monkeypatch):
 def test_deadline_learns_the_pace_of_this_allocation(monkeypatch):
     """Until a trial has finished here, a round holds one wave (a trial per slot); then the
     estimates are scaled by the measured pace: at 3x, what the model says fits does not."""
-    import dataclasses
     from types import SimpleNamespace as NS
 
     from grokray.slurm import deadline as dl
-
-    @dataclasses.dataclass
-    class Cfg:
-        name: str
-
-        def config_hash(self):
-            return self.name
-
-    @dataclasses.dataclass
-    class Plan:
-        spec: object
-        todo: list
-
-    class Spec:
-        search, gpu, cpu, concurrency = None, 0.0, 1.0, None
-        sweep_dir = "/nonexistent/sweep"
-
-    class Session:
-        def slots(self, cpu, concurrency):
-            return 2
 
     monkeypatch.setattr(dl, "model_seconds", lambda cfg, gpu=0.0, steps=None, done=0: 20.0)
     monkeypatch.setattr(dl, "first_checkpoint_s", lambda cfg: None)
@@ -410,7 +402,7 @@ def test_deadline_learns_the_pace_of_this_allocation(monkeypatch):
                            error=None, wall_s=20.0 * pace) for c in p.todo)
 
         d = dl.Deadline(stop_at=0, job="9")
-        later = d.run(Plan(Spec(), [Cfg(x) for x in "abcdef"]), run_part, Session(),
+        later = d.run(_Plan(_Spec(), [_Cfg(x) for x in "abcdef"]), run_part, _Session(),
                       (lambda: done) if learn else None)
         return d, ran, [c.name for c in later]
 
@@ -430,42 +422,21 @@ def test_deadline_learns_the_pace_of_this_allocation(monkeypatch):
 def test_a_trial_needs_its_start_and_its_first_checkpoint_before_the_limit(monkeypatch):
     """A 100 s trial that checkpoints every 20 s of trial time may start with its start
     (OVERHEAD_S) and 20 s left, not with 20 s alone."""
-    import dataclasses
-
     from grokray.slurm import deadline as dl
-
-    @dataclasses.dataclass
-    class Plan:
-        spec: object
-        todo: list
-
-    class Spec:
-        search, gpu, cpu, concurrency = None, 0.0, 1.0, None
-        sweep_dir = "/nonexistent/sweep"
-
-    class Session:
-        def slots(self, cpu, concurrency):
-            return 1
-
-    class Cfg:
-        def config_hash(self):
-            return "x"
 
     monkeypatch.setattr(dl, "model_seconds", lambda cfg, gpu=0.0, steps=None, done=0: 100.0)
     monkeypatch.setattr(dl, "first_checkpoint_s", lambda cfg: 20.0)
     for left, starts in ((20.0 + dl.OVERHEAD_S - 1, False), (20.0 + dl.OVERHEAD_S + 1, True)):
         monkeypatch.setattr(dl.Deadline, "left", lambda self, v=left: v)
         ran = []
-        later = dl.Deadline(stop_at=0, job="1").run(Plan(Spec(), [Cfg()]), ran.append,
-                                                    Session())
+        later = dl.Deadline(stop_at=0, job="1").run(_Plan(_Spec(), [_Cfg()]), ran.append,
+                                                    _Session(1))
         assert bool(ran) is starts and len(later) == (0 if starts else 1)
 
 
 def test_a_checkpointed_trial_is_priced_for_the_steps_it_has_left(tmp_path, monkeypatch):
     """The newest checkpoint state's step (from its file name) comes off the trial's budget:
     a trial cut at 900 of 1,000 steps fits where a whole one would not."""
-    import dataclasses
-
     from grokray.config import TrialConfig
     from grokray.slurm import deadline as dl
 
@@ -484,33 +455,14 @@ def test_a_checkpointed_trial_is_priced_for_the_steps_it_has_left(tmp_path, monk
     assert dl.model_seconds(cfg, done=1200) == dl.model_seconds(cfg, steps=[800, 800])
     assert dl.model_seconds(cfg, done=1200) < dl.model_seconds(cfg)
 
-    @dataclasses.dataclass
-    class Cfg:
-        name: str
-
-        def config_hash(self):
-            return self.name
-
-    @dataclasses.dataclass
-    class Plan:
-        spec: object
-        todo: list
-
-    class Spec:
-        search, gpu, cpu, concurrency, sweep_dir = None, 0.0, 1.0, None, str(tmp_path)
-
-    class Session:
-        def slots(self, cpu, concurrency):
-            return 1
-
     monkeypatch.setattr(dl, "checkpoint_steps", lambda d: {"a": 900})
     monkeypatch.setattr(dl, "model_seconds",
                         lambda cfg, gpu=0.0, steps=None, done=0: 0.1 * (1000 - done))
     monkeypatch.setattr(dl.Deadline, "left", lambda self: 120.0)
     ran = []
     later = dl.Deadline(stop_at=0, job="3").run(
-        Plan(Spec(), [Cfg("a"), Cfg("b")]), lambda p: ran.append([c.name for c in p.todo]),
-        Session())
+        _Plan(_Spec(str(tmp_path)), [_Cfg("a"), _Cfg("b")]),
+        lambda p: ran.append([c.name for c in p.todo]), _Session(1))
     # a (10 + 5 s, laid first: it has a checkpoint) then b (105 s): both end by 120 s;
     # priced whole, a (105 s) would wait
     assert ran == [["a", "b"]] and later == []
@@ -521,20 +473,14 @@ def test_a_checkpointed_trial_is_priced_for_the_steps_it_has_left(tmp_path, monk
     monkeypatch.setattr(dl, "first_checkpoint_s", lambda cfg: 20.0)
     monkeypatch.setattr(dl.Deadline, "left", lambda self: 90.0)
 
-    class Two(Session):
-        def slots(self, cpu, concurrency):
-            return 2
-
     ran = []
     later = dl.Deadline(stop_at=0, job="3").run(
-        Plan(Spec(), [Cfg(x) for x in "cdab"]), lambda p: ran.append([c.name for c in p.todo]),
-        Two())
+        _Plan(_Spec(str(tmp_path)), [_Cfg(x) for x in "cdab"]),
+        lambda p: ran.append([c.name for c in p.todo]), _Session(2))
     assert ran == [["a", "b", "c", "d"]] and later == []
 
 
 def test_progress_counts_rows_and_newer_checkpoints(tmp_path):
-    import dataclasses
-
     from grokray.slurm.deadline import newest_checkpoint, progress
 
     sweep = tmp_path / "s"
