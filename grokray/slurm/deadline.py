@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import os
-import re
 import statistics
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -261,10 +260,6 @@ def from_env(env: dict[str, str] | None = None) -> Deadline | None:
     return Deadline(stop_at=end - allocation.signal_lead(env), job=job)
 
 
-CHECKPOINTS = "checkpoints"
-"""the sweep dir's folder of trial checkpoints (grokray.sweep.checkpoints)"""
-
-
 def progress(plan: Any, deadline: Deadline) -> bool:  # noqa: ANN401 - Plan
     """Did this run write a row, or a checkpoint newer than its start?"""
     from grokray.sweep.writer import trials_written
@@ -277,6 +272,7 @@ def newest_checkpoint(sweep_dir: str) -> float:
     import pyarrow.fs as pafs
 
     from grokray.reader import Location
+    from grokray.sweep.checkpoints import CHECKPOINTS
 
     loc = Location.of(sweep_dir)
     sel = pafs.FileSelector(loc.join(CHECKPOINTS), recursive=True, allow_not_found=True)
@@ -288,29 +284,16 @@ def newest_checkpoint(sweep_dir: str) -> float:
                 if i.type == pafs.FileType.File and i.mtime is not None), default=0.0)
 
 
-_STATE = re.compile(r"^(\d+)\.state\.npz$")
-"""a checkpoint's state file, named by its step (grokray.sweep.checkpoints.file_name)"""
-
-
 def checkpoint_steps(sweep_dir: str) -> dict[str, int]:
     """config_hash -> the step of its newest checkpoint state under the sweep's checkpoints/
     (from the file names; whether it can be used is the trial's to find out)."""
-    import pyarrow.fs as pafs
+    from grokray.sweep.checkpoints import Files
 
-    from grokray.reader import Location
-
-    loc = Location.of(sweep_dir)
-    sel = pafs.FileSelector(loc.join(CHECKPOINTS), recursive=True, allow_not_found=True)
     try:
-        infos = loc.fs.get_file_info(sel)
+        files = Files(sweep_dir)
+        return {h: steps[-1] for h in files.hashes() if (steps := files.state_steps(h))}
     except (OSError, ValueError):
         return {}
-    steps: dict[str, int] = {}
-    for i in infos:
-        parent = i.path.rstrip("/").split("/")[-2] if "/" in i.path else ""
-        if i.type == pafs.FileType.File and (m := _STATE.match(i.base_name)) and parent:
-            steps[parent] = max(steps.get(parent, 0), int(m.group(1)))
-    return steps
 
 
 STOP_S = 45.0

@@ -67,6 +67,11 @@ class Files:
                 out[(int(m.group(1)), m.group(2))] = info.path
         return out
 
+    def state_steps(self, config_hash: str) -> list[int]:
+        """The steps of a trial's checkpoint states, oldest first (from the file names; whether
+        one can be used is for `load` to find out)."""
+        return sorted(step for step, kind in self._listing(config_hash) if kind == "state")
+
     def hashes(self) -> list[str]:
         """The trials that have a checkpoint dir."""
         return self.loc.subdirs(CHECKPOINTS)

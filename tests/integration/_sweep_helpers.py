@@ -182,8 +182,6 @@ def assert_rows_equal_uninterrupted(sweep_dir: str, configs, rtol: float = 1e-12
 
 def checkpoint_steps(sweep_dir: str, config_hash: str) -> list[int]:
     """The steps of a trial's state checkpoints in the sweep's storage."""
-    d = os.path.join(sweep_dir, "checkpoints", config_hash)
-    try:
-        return sorted(int(f[:10]) for f in os.listdir(d) if f.endswith(".state.npz"))
-    except FileNotFoundError:
-        return []
+    from grokray.sweep.checkpoints import Files
+
+    return Files(sweep_dir).state_steps(config_hash)

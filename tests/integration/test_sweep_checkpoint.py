@@ -48,18 +48,10 @@ def _spec(tmp_path, steps=2500, every=0.5):
     return load_spec(str(p))
 
 
-def _state_steps(sweep_dir: str, h: str) -> list[int]:
-    d = os.path.join(sweep_dir, "checkpoints", h)
-    try:
-        return sorted(int(f[:10]) for f in os.listdir(d) if f.endswith(".state.npz"))
-    except FileNotFoundError:
-        return []
-
-
 def _wait_for_checkpoint(sweep_dir: str, h: str, timeout: float = 120.0) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        steps = _state_steps(sweep_dir, h)
+        steps = helpers.checkpoint_steps(sweep_dir, h)
         if steps and steps[-1] > 0:
             return steps[-1]
         time.sleep(0.05)
@@ -189,7 +181,7 @@ def test_driver_asks_running_trials_to_checkpoint(tmp_path):
         time.sleep(1.0)  # into training
         gen = ch.request()
         got["left"] = ch.wait(gen, timeout_s=60)
-        got["steps"] = _state_steps(spec.sweep_dir, h)
+        got["steps"] = helpers.checkpoint_steps(spec.sweep_dir, h)
         got["running"] = running
 
     with RaySession(num_cpus=1) as session:
@@ -215,7 +207,7 @@ def _kill_after_new_checkpoints(sweep_dir: str, hashes: list[str], times: int,
         for _ in range(times):
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                steps = {h: (_state_steps(sweep_dir, h) or [0])[-1] for h in hashes}
+                steps = {h: (helpers.checkpoint_steps(sweep_dir, h) or [0])[-1] for h in hashes}
                 if all(steps[h] > last[h] for h in hashes):
                     break
                 time.sleep(0.05)
@@ -255,7 +247,7 @@ def test_a_trial_lost_on_every_try_keeps_its_checkpoints_and_rerun_failed_resume
     assert "error" not in seen, seen["error"]
     (out,) = writer.outcomes
     assert out.lost and out.error.startswith("lost after 3 tries: "), out.error
-    kept = _state_steps(spec.sweep_dir, h)
+    kept = helpers.checkpoint_steps(spec.sweep_dir, h)
     assert kept and kept[-1] >= seen["steps"][-1][h] > 0
     rerun = make_plan(spec, rerun_failed=True)
     assert [c.config_hash() for c in rerun.todo] == [h]
