@@ -198,25 +198,45 @@ def test_driver_asks_running_trials_to_checkpoint(tmp_path):
 def _kill_after_new_checkpoints(sweep_dir: str, hashes: list[str], times: int,
                                 seen: dict) -> threading.Thread:
     """A thread that, `times` times, waits until every trial of `hashes` has a checkpoint newer
-    than the last it saw, then SIGKILLs the worker processes they run in (a worker lost
-    mid-trial)."""
+    than the last it saw and runs in a live worker process it has not killed yet, then SIGKILLs
+    those processes (a worker lost mid-trial). A checkpoint can reach storage after its worker
+    died (the actor writes what was sent before the kill), and the running table keeps a dead
+    worker's pid until the retry begins: such a pid is skipped, never counted as a kill."""
     from grokray.sweep import checkpoints
+
+    def live(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
 
     def kill():
         last = dict.fromkeys(hashes, 0)
+        killed: set[int] = set()
         for _ in range(times):
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
                 steps = {h: (helpers.checkpoint_steps(sweep_dir, h) or [0])[-1] for h in hashes}
-                if all(steps[h] > last[h] for h in hashes):
-                    break
+                ch = checkpoints.channel()  # None until the sweep opens it
+                runs = {r.config_hash: r.pid for r in (ch.running() if ch else [])
+                        if r.config_hash in hashes}
+                pids = set(runs.values())
+                if (all(steps[h] > last[h] for h in hashes) and set(runs) == set(hashes)
+                        and not pids & killed and all(live(p) for p in pids)):
+                    try:
+                        for pid in pids:
+                            os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:  # ended between the look and the kill
+                        pass
+                    else:
+                        break
                 time.sleep(0.05)
             else:
-                seen["error"] = f"no newer checkpoint after {last}"
+                seen["error"] = f"no newer checkpoint in a live worker after {last}"
                 return
+            killed |= pids
             last = steps
-            for pid in {r.pid for r in checkpoints.channel().running() if r.config_hash in hashes}:
-                os.kill(pid, signal.SIGKILL)
             seen.setdefault("steps", []).append(dict(steps))
 
     th = threading.Thread(target=kill, daemon=True)
@@ -235,7 +255,7 @@ def test_a_trial_lost_on_every_try_keeps_its_checkpoints_and_rerun_failed_resume
     from grokray.sweep.session import RaySession
     from grokray.sweep.writer import run_plan
 
-    spec = _spec(tmp_path, steps=6000)
+    spec = _spec(tmp_path, steps=15000)  # each try outlives the thread's look and kill
     plan = make_plan(spec)
     cfg = plan.todo[0]
     h = cfg.config_hash()
