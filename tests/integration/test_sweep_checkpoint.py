@@ -212,26 +212,33 @@ def _kill_after_new_checkpoints(sweep_dir: str, hashes: list[str], times: int,
         return True
 
     def kill():
+        try:
+            killing()
+        except Exception as exc:  # noqa: BLE001 - the test asserts on seen["error"]
+            seen["error"] = repr(exc)
+
+    def killing():
         last = dict.fromkeys(hashes, 0)
         killed: set[int] = set()
         for _ in range(times):
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
+                time.sleep(0.05)
                 steps = {h: (helpers.checkpoint_steps(sweep_dir, h) or [0])[-1] for h in hashes}
-                ch = checkpoints.channel()  # None until the sweep opens it
-                runs = {r.config_hash: r.pid for r in (ch.running() if ch else [])
+                if not all(steps[h] > last[h] for h in hashes):
+                    continue
+                # a checkpoint of this sweep is on disk, so the channel is this sweep's
+                runs = {r.config_hash: r.pid for r in checkpoints.channel().running()
                         if r.config_hash in hashes}
                 pids = set(runs.values())
-                if (all(steps[h] > last[h] for h in hashes) and set(runs) == set(hashes)
-                        and not pids & killed and all(live(p) for p in pids)):
-                    try:
-                        for pid in pids:
-                            os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:  # ended between the look and the kill
-                        pass
-                    else:
-                        break
-                time.sleep(0.05)
+                if set(runs) != set(hashes) or pids & killed or not all(map(live, pids)):
+                    continue
+                try:
+                    for pid in pids:
+                        os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:  # ended between the look and the kill
+                    continue
+                break
             else:
                 seen["error"] = f"no newer checkpoint in a live worker after {last}"
                 return
