@@ -1,7 +1,9 @@
-"""`grokray run [CONFIG.yaml] [--set key=value ...] [--seeds N] [--out DIR] [--json]`.
+"""`grokray run [CONFIG.yaml] [--set key=value ...] [--seeds N] [--out DIR] [--json]
+[--threads N]`.
 
-Runs one trial in-process: a live progress bar on stderr, a per-seed summary table, and the
-exact command that reproduces the run. `--out DIR` writes the same Parquet tables as a sweep;
+Runs one trial in-process, on the torch threads of a sweep's trial holding `--threads` CPUs
+(default 1; grokray/threads.py): a live progress bar on stderr, a per-seed summary table, and
+the exact command that reproduces the run. `--out DIR` writes the same Parquet tables as a sweep;
 `--json` prints the per-seed summary rows as a JSON list on stdout (the table then goes to
 stderr).
 """
@@ -22,6 +24,7 @@ from grokray import shipped
 from grokray.errors import ConfigError
 from grokray.sweep.lock import WriterLock
 from grokray.tasks import make_task
+from grokray.threads import torch_threads, trial_threads
 
 
 def add_parser(subparsers: Any) -> None:
@@ -39,7 +42,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--sweep", default="run", help="sweep name recorded in the tables (run)")
     p.add_argument("--json", action="store_true", help="print the per-seed rows as JSON")
     p.add_argument("--threads", type=int, metavar="N",
-                   help="torch CPU threads (default: torch's choice)")
+                   help="torch CPU threads (default 1: what a sweep's trial with resources.cpu "
+                        "1, the default, trains on; N: as one with resources.cpu N)")
     p.set_defaults(func=main)
 
 
@@ -96,6 +100,8 @@ def _fmt(v: Any) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.threads is not None and args.threads < 1:
+        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
     cfg = build_config(args)
 
 
@@ -115,14 +121,16 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _train_and_report(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - TrialConfig
-    # lazy: loads torch, kept out of `grokray --help`
-    import torch
+    """Train on the threads of a sweep's trial holding `--threads` CPUs (default 1), so that
+    the numbers are those a sweep of this config gives (grokray/threads.py)."""
+    with torch_threads(trial_threads(args.threads or 1)):
+        return _train_and_print(args, cfg)
 
+
+def _train_and_print(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - TrialConfig
     # lazy: loads torch and pandas, kept out of `grokray --help`
     from grokray.trial import run_trial
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     err = Console(stderr=True)
     out = err if args.json else Console()
     S = len(cfg.seeds)
@@ -165,8 +173,9 @@ def _train_and_report(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - T
 
         path = write_result(result, args.out, sweep=args.sweep, run_id=new_run_id())
         err.print(f"wrote {path}")
-    err.print("reproduce: " + reproduce_command(cfg), soft_wrap=True, highlight=False,
-              markup=False)
+    threads = f" --threads {args.threads}" if (args.threads or 1) != 1 else ""
+    err.print("reproduce: " + reproduce_command(cfg) + threads, soft_wrap=True,
+              highlight=False, markup=False)
     if args.json:
         sys.stdout.write(json.dumps(rows) + "\n")
     return 1 if all(r["status"] == "failed" for r in rows) else 0

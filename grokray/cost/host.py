@@ -12,6 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from grokray.threads import torch_threads
+
 SHAPE = (4704, 158, 97)
 """[M, K] x [K, N]: the matched MLP's output GEMM at Z97 (train 0.5: 4,704 pairs, h 158)"""
 
@@ -39,9 +41,7 @@ def measure_gflops(min_s: float = 0.02, loops: int = 12) -> float:
     counted; a core shared with a busy sibling thread still is, so the best loop counts)."""
     import torch
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         M, K, N = SHAPE
         g = torch.Generator().manual_seed(0)
         x, y = torch.randn(M, K, generator=g), torch.randn(K, N, generator=g)
@@ -62,8 +62,6 @@ def measure_gflops(min_s: float = 0.02, loops: int = 12) -> float:
                 torch.mm(x, y, out=out)
             best = min(best, (time.process_time() - t0) / reps)
         return 2.0 * M * K * N / max(best, 1e-9) / 1e9
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _cache_file() -> Path | None:

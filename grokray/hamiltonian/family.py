@@ -23,12 +23,11 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-import torch
-
 from grokray.fields import at_least, choice, positive
 from grokray.hamiltonian.train import HamConfig, reference_drift, run_seed
 from grokray.models.registry import Family
 from grokray.result import SeedResult
+from grokray.threads import torch_threads
 
 
 @dataclass(frozen=True)
@@ -72,9 +71,8 @@ class HamiltonianConfig:
 def train_hamiltonian(run: Any) -> None:
     """Each seed: train, roll out, measure (grokray.hamiltonian.train.run_seed)."""
     cfg, h = run.cfg, run.cfg.hamiltonian
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matmuls: one thread is fastest (and cores are shared)
-    try:
+    # tiny matmuls: one thread is fastest (and cores are shared), whatever the trial holds
+    with torch_threads(1):
         for seed in run.seeds:
             data_seed = cfg.seed_data_seed(seed)
             hc = HamConfig(
@@ -102,8 +100,6 @@ def train_hamiltonian(run: Any) -> None:
                      "final_train_acc": math.nan, "final_val_acc": math.nan}
             run.outcome[seed] = SeedResult(seed=seed, data_seed=data_seed, status="not_grokked",
                                            steps_run=cfg.steps, final=final, metrics=metrics)
-    finally:
-        torch.set_num_threads(threads)
 
 
 FAMILY = Family("hamiltonian", train=train_hamiltonian, section="hamiltonian",

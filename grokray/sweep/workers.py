@@ -28,8 +28,11 @@ def _worker_class() -> Any:
     class _Worker:
         """One warm process: imports the trainer once, then runs worker calls."""
 
-        def __init__(self) -> None:
+        def __init__(self, cpu: float = 1.0) -> None:
             import grokray.trainer  # noqa: F401 - warm: the first trial does not pay for it
+
+            self.cpu = cpu
+            """the CPUs it holds: its calls train on `grokray.threads.trial_threads(cpu)`"""
 
         def pid(self) -> int:
             return os.getpid()
@@ -37,7 +40,7 @@ def _worker_class() -> Any:
         def run(self, configs: list[dict[str, Any]], trial_fn: Any, packed: bool = False) -> bytes:
             node = ray.get_runtime_context().get_node_id()
             call = WorkerCall([TrialConfig.from_dict(d) for d in configs], packed)
-            return pickle.dumps(run_call(call, trial_fn, node, log=True))
+            return pickle.dumps(run_call(call, trial_fn, node, cpu=self.cpu, log=True))
 
     globals()["_Worker"] = _Worker
     return _Worker
@@ -64,7 +67,7 @@ class WarmWorkers:
     def _new(self) -> Any:
         cpu, gpu = self.key or (1.0, 0.0)
         return _worker_class().options(num_cpus=cpu, num_gpus=gpu, max_restarts=0,
-                                       max_concurrency=1).remote()
+                                       max_concurrency=1).remote(cpu)
 
     def replace(self, actor: Any) -> Any:
         """A new worker in place of `actor` (whose process died)."""

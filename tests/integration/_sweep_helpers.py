@@ -144,15 +144,16 @@ VOLATILE = ["run_id", "wall_s", "started_at", "finished_at", "checkpoint_step", 
 """trials columns that differ between two runs of one trial (times, ids, where it ran)"""
 
 
-def assert_rows_equal_uninterrupted(sweep_dir: str, configs, rtol: float = 1e-12) -> pd.DataFrame:
+def assert_rows_equal_uninterrupted(sweep_dir: str, configs, rtol: float = 1e-12,
+                                    cpu: float = 1.0) -> pd.DataFrame:
     """One row per (config, seed); every trials column but the volatile ones and every curve
     value equal to each config's trial run here, never cut (float64: to `rtol`, atol 1e-12).
-    Returns the trials table. The reference trains on one torch thread, as a Ray worker of
-    `cpu: 1` does (Ray sets its OMP_NUM_THREADS=1): float64 sums in another order differ in the
-    last bits, and a few thousand steps can grow that past 1e-12."""
-    import torch
-
+    Returns the trials table. The reference runs as a sweep's trial holding `cpu` CPUs does
+    (`calls.run_call`, on the torch threads grokray/threads.py gives it), without checkpoints:
+    float64 sums taken on another thread count differ in the last bits, and a few thousand
+    steps can grow that past 1e-12."""
     from grokray.schema import curve_frame, trial_frame
+    from grokray.sweep.executors.calls import WorkerCall, run_call
     from grokray.trial import run_trial
 
     t, c = read_rows(sweep_dir)
@@ -160,12 +161,9 @@ def assert_rows_equal_uninterrupted(sweep_dir: str, configs, rtol: float = 1e-12
     assert len(t) == sum(len(cfg.seeds) for cfg in configs)
     for cfg in configs:
         h = cfg.config_hash()
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            ref = run_trial(cfg)
-        finally:
-            torch.set_num_threads(threads)
+        (out,) = run_call(WorkerCall([cfg]), run_trial, node="local", cpu=cpu)
+        assert out.error is None, out.traceback
+        ref = out.result
         t0 = trial_frame(ref, "s", "r").drop(columns=VOLATILE, errors="ignore")
         t1 = t[t["config_hash"] == h].drop(columns=VOLATILE, errors="ignore")
         t1 = t1.sort_values("seed").reset_index(drop=True)

@@ -55,3 +55,33 @@ def test_yaml_config_and_errors(tmp_path):
     assert bad.returncode == 2
     err = bad.stderr.strip().splitlines()
     assert len(err) == 1 and "model.rnk" in err[0] and "model.rank" in err[0]
+
+
+def test_run_trains_on_the_rules_threads_and_gives_the_callers_back(tmp_path, capsys,
+                                                                     monkeypatch):
+    import torch
+
+    import grokray.trial
+
+    seen = []
+    real = grokray.trial.run_trial
+
+    def spy(cfg, **kw):
+        seen.append(torch.get_num_threads())
+        return real(cfg, **kw)
+
+    monkeypatch.setattr(grokray.trial, "run_trial", spy)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert main(["run", "--set", "group=Z5", "--set", "steps=10", "--set", "eval_every=5",
+                     "--set", "model.d=4"]) == 0
+        assert main(["run", "--set", "group=Z5", "--set", "steps=10", "--set", "eval_every=5",
+                     "--set", "model.d=4", "--threads", "3"]) == 0
+        assert seen == [1, 3] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    err = capsys.readouterr().err
+    assert err.count("--threads 3") == 1  # the second run's reproduce line names its threads
+    assert main(["run", "--threads", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "grokray run: error: --threads must be >= 1, got 0"

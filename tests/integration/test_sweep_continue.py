@@ -9,14 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from grokray.sweep.executors.local import LocalExecutor
 from grokray.sweep.plan import make_plan
 from grokray.sweep.spec import load_spec
 from grokray.sweep.writer import run_plan
-
-torch.set_num_threads(1)
 
 SPEC = """\
 name: c

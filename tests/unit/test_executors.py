@@ -78,7 +78,7 @@ def test_a_worker_runs_a_call_in_order_and_stamps_its_node():
         raise RuntimeError(f"boom {cfg.optim.lr}")
 
     cfgs = [_cfg(lr=3e-3), _cfg(lr=1e-3)]
-    outs = run_call(WorkerCall(cfgs, packed=True), fn, node="n1")  # own fn: one after another
+    outs = run_call(WorkerCall(cfgs, packed=True), fn, node="n1", cpu=1)  # own fn: in turn
     assert seen == [3e-3, 1e-3]
     assert [(o.config, o.node_id, o.error) for o in outs] == \
         [(cfgs[0], "n1", "RuntimeError: boom 0.003"), (cfgs[1], "n1", "RuntimeError: boom 0.001")]
@@ -89,8 +89,8 @@ def test_a_packed_call_gives_each_config_its_own_result():
 
     cfgs = [_cfg("Z5", 1e-3), _cfg("Z5", 3e-3)]
     connected = ray.is_initialized()
-    packed = run_call(WorkerCall(cfgs, packed=True), None, node="n")
-    alone = run_call(WorkerCall(cfgs), None, node="n")
+    packed = run_call(WorkerCall(cfgs, packed=True), None, node="n", cpu=1)
+    alone = run_call(WorkerCall(cfgs), None, node="n", cpu=1)
     # outside a Ray worker the trials find no checkpoint actor, and no Ray is started to look
     assert ray.is_initialized() == connected
     assert [o.config for o in packed] == cfgs and all(o.error is None for o in packed)

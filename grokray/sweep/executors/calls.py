@@ -21,6 +21,7 @@ from grokray.sweep.checkpoint_box import worker_hook
 from grokray.sweep.checkpoints import channel
 from grokray.sweep.executors.packing import fit_device, free_bytes, packs
 from grokray.sweep.outcome import Outcome, TrialFn, default_trial_fn, execute, execute_pack
+from grokray.threads import torch_threads, trial_threads
 
 TINY_PAIR_STEPS = 200_000
 """A config is tiny when steps x seeds x train pairs is at most this (e.g. Z5 for 1,000 steps
@@ -94,13 +95,20 @@ def longest_first(calls: Sequence[WorkerCall]) -> list[int]:
     return sorted(range(len(calls)), key=lambda i: -work[i])
 
 
-def run_call(call: WorkerCall, trial_fn: TrialFn | None, node: str,
+def run_call(call: WorkerCall, trial_fn: TrialFn | None, node: str, *, cpu: float,
              log: bool = False) -> list[Outcome]:
     """What a worker does with `call` (in this process): its configs one after the other
     (`trial_fn`, default `grokray.trainer.run_trial`), or its pack as one stack, split on CUDA
     to fit this process's free device memory (`packing.fit_device`); each outcome stamped with
-    `node` (the Ray node's id), in the order of `call.configs`. `log`: a trial's traceback goes
-    to stdout (a Ray worker's log)."""
+    `node` (the Ray node's id), in the order of `call.configs`. The call trains on the torch
+    threads of a trial holding `cpu` CPUs (`grokray.threads.trial_threads`), this process's own
+    count restored after. `log`: a trial's traceback goes to stdout (a Ray worker's log)."""
+    with torch_threads(trial_threads(cpu)):
+        return _run_call(call, trial_fn, node, log)
+
+
+def _run_call(call: WorkerCall, trial_fn: TrialFn | None, node: str,
+              log: bool) -> list[Outcome]:
     configs = call.configs
     hook = checkpoint_hook(node) if trial_fn is None else None  # the default trial's only
     fn = trial_fn or default_trial_fn(hook)

@@ -27,7 +27,7 @@ def make_executor(spec: SweepSpec, run_id: str, session: RaySession | None,
     a grid in process, on warm workers and on Ray Tune (a Tune trial is one pack); a search runs
     one config per trial."""
     if session is None:
-        return LocalExecutor(pack=pack)
+        return LocalExecutor(pack=pack, cpu=spec.cpu)
     res = dict(cpu=spec.cpu, gpu=spec.gpu, concurrency=spec.concurrency, retries=spec.retries)
     if spec.search is None and not session.joined:
         return WarmExecutor(session, **res, pack=pack)

@@ -16,12 +16,16 @@ from grokray.sweep.search import SearchRun
 
 class LocalExecutor:
     """Runs `trial_fn` (default `grokray.trainer.run_trial`) on each config in this process, or
-    packs of configs of one shape (`pack`, with the default trial function), in grid order."""
+    packs of configs of one shape (`pack`, with the default trial function), in grid order;
+    each on the torch threads of a trial holding `cpu` CPUs, as on Ray (`calls.run_call`)."""
 
-    def __init__(self, trial_fn: TrialFn | None = None, pack: int | None = 1):
+    def __init__(self, trial_fn: TrialFn | None = None, pack: int | None = 1,
+                 cpu: float = 1.0):
         self.trial_fn = trial_fn
         self.pack = pack
         """configs per pack (1: off; None: auto, `packing.packs` on one slot)"""
+        self.cpu = cpu
+        """a trial's `resources.cpu`: its torch threads (`grokray.threads.trial_threads`)"""
 
     def run_search(self, search: SearchRun, sink: Sink) -> None:
         raise GrokrayError("a search runs on Ray only (Optuna through Ray Tune); drop --local")
@@ -30,7 +34,7 @@ class LocalExecutor:
         for call in self.calls(configs):
             for cfg in call.configs:
                 sink.started(cfg)
-            for out in run_call(call, self.trial_fn, node="local"):
+            for out in run_call(call, self.trial_fn, node="local", cpu=self.cpu):
                 sink.finished(out)
 
     def calls(self, configs: Sequence[TrialConfig]) -> list[WorkerCall]:

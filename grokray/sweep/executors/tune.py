@@ -92,7 +92,7 @@ class TuneExecutor:
         # index (a grid over the config dicts themselves costs Tune O(n^2) deep copies)
         trainable = tune.with_resources(
             tune.with_parameters(_tune_trainable, configs=dicts, trial_fn=self.trial_fn,
-                                 calls=index, packed=[c.packed for c in calls]),
+                                 calls=index, packed=[c.packed for c in calls], cpu=self.cpu),
             {"cpu": self.cpu, "gpu": self.gpu},
         )
         names = dict(trial_dirname_creator=_dirname, trial_name_creator=_dirname,
@@ -154,17 +154,18 @@ def configs_of(params: dict[str, Any], configs: Sequence[dict[str, Any]] = (),
 def _tune_trainable(
     params: dict[str, Any], configs: Sequence[dict[str, Any]] = (),
     trial_fn: TrialFn | None = None, calls: Sequence[Sequence[int]] = (),
-    packed: Sequence[bool] = (),
+    packed: Sequence[bool] = (), cpu: float = 1.0,
 ) -> None:
-    """The function Tune runs for a trial: its worker call (`calls.run_call`; a pack when
-    `packed[call]`), one final report carrying every outcome and the first one's summary (what a
-    search optimizes)."""
+    """The function Tune runs for a trial: its worker call (`calls.run_call`, on the threads of
+    a trial holding `cpu` CPUs; a pack when `packed[call]`), one final report carrying every
+    outcome and the first one's summary (what a search optimizes)."""
     import ray  # in a Tune trial's worker process, where Ray is up
     from ray import tune
 
     call = WorkerCall(configs_of(params, configs, calls),
                       packed="call" in params and bool(packed) and packed[params["call"]])
-    outs = run_call(call, trial_fn, ray.get_runtime_context().get_node_id(), log=True)
+    outs = run_call(call, trial_fn, ray.get_runtime_context().get_node_id(), cpu=cpu,
+                    log=True)
     metrics = {k: (v if not isnan(v) else float("nan")) for k, v in
                outcome_summary(outs[0]).items()}
     tune.report({**metrics, "failed": outs[0].error is not None, "payload": pickle.dumps(outs)})
