@@ -11,6 +11,8 @@ check are made on the same data.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -23,18 +25,21 @@ def label(j: int, order: float) -> str:
 def simulate(rng: np.random.Generator, orders, seeds: int, *, c: float, alpha: float,
              sigma: float, group_sd: float = 0.0, budget: float = np.inf,
              arm: str = "a") -> pd.DataFrame:
-    """One trials table: `seeds` runs of one group per entry of `orders`, each group's effect u
-    drawn first, then its runs' effects e, from `rng` in that order. A run with T <= budget
-    grokked at T; the rest did not grok and ran `budget` steps (a grokked run's steps_run is the
-    budget, or T when there is none)."""
+    """One trials table: `seeds` runs of one group per entry of `orders` (group orders, named
+    by `label`; or a mapping of group name to order), each group's effect u drawn first, then
+    its runs' effects e, from `rng` in that order. A run with T <= budget grokked at T; the rest
+    did not grok and ran `budget` steps (a grokked run's steps_run is the budget, or T when
+    there is none)."""
+    named = isinstance(orders, Mapping)
+    groups = list(orders.items()) if named else [(label(j, n), n) for j, n in enumerate(orders)]
     rows = []
-    for j, n in enumerate(orders):
+    for name, n in groups:
         u = group_sd * rng.normal()
         for s in range(seeds):
             t = c * n**alpha * np.exp(u + sigma * rng.normal())
             ok = t <= budget
             run = budget if np.isfinite(budget) else t
-            rows.append({"group": label(j, n), "group_order": float(n), "seed": s, "arm": arm,
+            rows.append({"group": name, "group_order": float(n), "seed": s, "arm": arm,
                          "status": "grokked" if ok else "not_grokked",
                          "grok_step": float(t) if ok else np.nan, "steps_run": float(run)})
     return pd.DataFrame(rows)

@@ -62,6 +62,8 @@ step of the checkpoint the run that wrote the row resumed from (null: a run neve
 grokray.checkpoint)"""
 EXTRA_CONFIG_COLUMNS = ["group_order", "arm"]
 CONFIG_JSON_COLUMN = "config_json"
+FINAL_COLUMNS = ["final_train_acc", "final_val_acc", "final_train_loss", "final_val_loss"]
+"""float64 outcome columns, null (NaN) where a seed has none (a failed trial)"""
 NULLABLE_INT_COLUMNS = ["grok_step", "grok_step_lo", "memorize_step", "ungrok_step",
                         "continued_from_step", "checkpoint_step"]
 
@@ -170,6 +172,8 @@ def trial_frame(result: TrialResult, sweep: str, run_id: str) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     for c in NULLABLE_INT_COLUMNS:
         df[c] = df[c].astype("Int64")
+    for c in FINAL_COLUMNS + [c for c in df.columns if c.startswith(METRIC_PREFIX)]:
+        df[c] = df[c].astype("float64")  # all null (a failed trial's rows): still float64
     for c in ("error", "git_commit", "ray_version", "ray_node_id", "cuda_visible_devices",
               "continued_from"):
         df[c] = df[c].astype("string")

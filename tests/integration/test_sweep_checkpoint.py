@@ -40,7 +40,7 @@ retries: 2
 """
 
 
-def _spec(tmp_path, steps=2500, every=0.5):
+def _spec(tmp_path, steps=2500, every=0.25):
     from grokray.sweep.spec import load_spec
 
     p = tmp_path / "ck.yaml"
@@ -48,44 +48,136 @@ def _spec(tmp_path, steps=2500, every=0.5):
     return load_spec(str(p))
 
 
-def _wait_for_checkpoint(sweep_dir: str, h: str, timeout: float = 120.0) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        steps = helpers.checkpoint_steps(sweep_dir, h)
-        if steps and steps[-1] > 0:
-            return steps[-1]
-        time.sleep(0.05)
-    raise AssertionError("no checkpoint reached the driver's storage")
-
-
 def _check_rows(spec, cfg, seen_step: int) -> pd.DataFrame:
     """One row per seed; resumed at or after the checkpoint seen before the loss; rows and
-    curves equal the trial never cut (run here, in this process)."""
-    from grokray.schema import curve_frame, trial_frame
-    from grokray.trial import run_trial
-
-    d = spec.sweep_dir
-    t = pd.concat(pd.read_parquet(p) for p in sorted(os.scandir(f"{d}/trials")))
-    c = pd.concat(pd.read_parquet(p) for p in sorted(os.scandir(f"{d}/curves")))
-    assert len(t) == 2 and t.groupby(["config_hash", "seed"]).size().eq(1).all()
+    curves equal the trial never cut (run here, in this process, on one torch thread as the
+    cpu-1 worker trained: on two, float64 sums in another order differ in the last bits, and
+    15,000 steps can grow that past 1e-12)."""
+    t = helpers.assert_rows_equal_uninterrupted(spec.sweep_dir, [cfg])
     assert (t["checkpoint_step"] >= seen_step).all() and seen_step > 0
-    ref = run_trial(cfg)
-    drop = ["run_id", "wall_s", "started_at", "finished_at", "checkpoint_step", "hostname",
-            "ray_node_id", "ray_version", "cuda_visible_devices", "sweep"]
-    t0 = trial_frame(ref, spec.name, "r").drop(columns=drop, errors="ignore")
-    t1 = t.drop(columns=drop, errors="ignore").sort_values("seed").reset_index(drop=True)
-    pd.testing.assert_frame_equal(t1[t0.columns], t0, check_exact=False, rtol=1e-12,
-                                  atol=1e-12, check_dtype=False)
-    c0 = curve_frame(ref, spec.name, "r").drop(columns="run_id")
-    c1 = c.drop(columns="run_id").sort_values(["seed", "step"]).reset_index(drop=True)
-    pd.testing.assert_frame_equal(c1[c0.columns], c0.sort_values(["seed", "step"]).reset_index(
-        drop=True), check_exact=False, rtol=1e-12, atol=1e-12, check_dtype=False)
-    assert not os.path.exists(os.path.join(d, "checkpoints"))  # deleted when the rows landed
+    assert not os.path.exists(os.path.join(spec.sweep_dir, "checkpoints"))  # deleted when the
+    # rows landed
     return t
 
 
-def test_warm_worker_killed_mid_trial_resumes_from_its_checkpoint(tmp_path):
+def _live(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _freeze_after_checkpoint(sweep_dir: str, hashes: list[str], after: dict[str, int],
+                             skip: set[int], stop: threading.Event,
+                             timeout: float = 120.0) -> dict:
+    """Wait until every trial of `hashes` runs in a live worker process not in `skip` and has
+    handed the driver's checkpoint actor a checkpoint newer than `after[hash]`; then stop those
+    processes (SIGSTOP), so that no trial can end, nor checkpoint again, between this look and
+    the kill that follows; check that each trial is still running in them, and wait until the
+    newest checkpoint the actor holds is in the driver's storage. Returns {"pids", "steps": the
+    storage's newest step per trial, "nodes": the node each runs on}. Raises AssertionError
+    (naming what it saw) when that never happens (a trial ended first), or when `stop` is set
+    first (the test's sweep ended: a thread that went on looking would act on a later one's).
+
+    Synchronising on the trial's own checkpoint (not on the storage, which the driver's pump
+    writes half a second later) keeps the kill at the trial's first checkpoint after `after`,
+    however fast the machine trains; the stop keeps a fast trial from ending in between."""
     from grokray.sweep import checkpoints
+
+    def look() -> dict:
+        ch = checkpoints.channel()  # None until the sweep opens it
+        try:
+            running = ch.running() if ch is not None and ch.files is not None else []
+        except Exception:  # noqa: BLE001 - between sweeps: look again
+            running = []
+        return {r.config_hash: r for r in running if r.config_hash in hashes}
+
+    deadline = time.monotonic() + timeout
+    saw: dict = {}
+    while time.monotonic() < deadline and not stop.is_set():
+        runs = saw = look()
+        pids = {r.pid for r in runs.values()}
+        if (set(runs) == set(hashes) and not pids & skip and all(_live(p) for p in pids)
+                and all(r.step is not None and r.step > after[h] for h, r in runs.items())):
+            stopped = []
+            try:
+                for pid in pids:
+                    os.kill(pid, signal.SIGSTOP)
+                    stopped.append(pid)
+            except ProcessLookupError:  # died between the look and the stop: look again
+                for pid in stopped:
+                    os.kill(pid, signal.SIGCONT)
+                time.sleep(0.05)
+                continue
+            runs = look()  # the actor holds what they sent before the stop
+            if set(runs) != set(hashes) or {r.pid for r in runs.values()} != pids:
+                for pid in stopped:
+                    os.kill(pid, signal.SIGCONT)
+                raise AssertionError(f"a trial ended at its checkpoint: {runs}")
+            want = {h: r.step for h, r in runs.items()}
+            while time.monotonic() < deadline:
+                steps = {h: (helpers.checkpoint_steps(sweep_dir, h) or [0])[-1] for h in hashes}
+                if all(steps[h] >= want[h] for h in hashes):
+                    return {"pids": pids, "steps": steps,
+                            "nodes": {h: r.node_id for h, r in runs.items()}}
+                time.sleep(0.05)
+            for pid in stopped:
+                os.kill(pid, signal.SIGCONT)
+            raise AssertionError(f"checkpoints {want} never reached storage")
+        time.sleep(0.02)
+    raise AssertionError(f"no checkpoint newer than {after} in a live worker; running: {saw}")
+
+
+def _in_thread(target, seen: dict) -> threading.Thread:
+    """`target(stop)` in a daemon thread; an exception it raises goes to seen["error"] (which
+    the test asserts on) instead of ending the thread unseen. The test sets the thread's `stop`
+    event when its sweep has ended, then joins it (`_done`)."""
+    stop = threading.Event()
+
+    def run():
+        try:
+            target(stop)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's assertion
+            seen["error"] = f"{type(exc).__name__}: {exc}"
+
+    th = threading.Thread(target=run, daemon=True)
+    th.stop = stop
+    th.start()
+    return th
+
+
+def _done(th: threading.Thread) -> None:
+    """The sweep has ended: stop the thread's looking and wait for it."""
+    th.stop.set()
+    th.join(timeout=30)
+    assert not th.is_alive()
+
+
+def _kill_after_new_checkpoints(sweep_dir: str, hashes: list[str], times: int,
+                                seen: dict) -> threading.Thread:
+    """A thread that, `times` times, waits until every trial of `hashes` has handed over a
+    checkpoint newer than the last it saw and runs in a live worker process it has not killed
+    yet, stops those processes, waits until that checkpoint is in storage and SIGKILLs them (a
+    worker lost mid-trial; `_freeze_after_checkpoint`). The running table keeps a killed
+    worker's pid until the retry begins: such a pid is skipped. Each kill's storage steps go
+    to seen["steps"]; an error to seen["error"]."""
+
+    def kill(stop: threading.Event):
+        last = dict.fromkeys(hashes, 0)
+        killed: set[int] = set()
+        for _ in range(times):
+            got = _freeze_after_checkpoint(sweep_dir, hashes, last, killed, stop)
+            for pid in got["pids"]:
+                os.kill(pid, signal.SIGKILL)
+            killed |= got["pids"]
+            last = got["steps"]
+            seen.setdefault("steps", []).append(dict(last))
+
+    return _in_thread(kill, seen)
+
+
+def test_warm_worker_killed_mid_trial_resumes_from_its_checkpoint(tmp_path):
     from grokray.sweep.executors.factory import make_executor
     from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
@@ -94,31 +186,21 @@ def test_warm_worker_killed_mid_trial_resumes_from_its_checkpoint(tmp_path):
     spec = _spec(tmp_path)
     plan = make_plan(spec)
     cfg = plan.todo[0]
-    seen = {}
+    seen: dict = {}
     with RaySession(num_cpus=1) as session:
         ex = make_executor(spec, plan.run_id, session)
-
-        def killer():
-            seen["step"] = _wait_for_checkpoint(spec.sweep_dir, cfg.config_hash())
-            # the process the trial runs in (a busy warm worker answers no other call)
-            seen["pids"] = pids = [r.pid for r in checkpoints.channel().running()]
-            for pid in pids:
-                os.kill(pid, signal.SIGKILL)
-
-        th = threading.Thread(target=killer, daemon=True)
-        th.start()
+        th = _kill_after_new_checkpoints(spec.sweep_dir, [cfg.config_hash()], 1, seen)
         writer = run_plan(plan, ex)
-        th.join(timeout=5)
-        assert seen.get("pids")
+        _done(th)
+    assert "error" not in seen, seen["error"]
     assert len(writer.outcomes) == 1 and writer.outcomes[0].error is None
-    _check_rows(spec, cfg, seen["step"])
+    _check_rows(spec, cfg, seen["steps"][0][cfg.config_hash()])
 
 
 def test_node_removed_mid_trial_resumes_on_another_node(tmp_path, cluster):
     """Ray Tune on a cluster of two worker nodes: once a checkpoint of the trial is in the
     driver's storage, the node it runs on is removed; the trial runs again on the other node,
     from its checkpoint."""
-    from grokray.sweep import checkpoints
     from grokray.sweep.executors.factory import make_executor
     from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
@@ -128,21 +210,30 @@ def test_node_removed_mid_trial_resumes_on_another_node(tmp_path, cluster):
     spec = _spec(tmp_path)
     plan = make_plan(spec)
     cfg = plan.todo[0]
-    seen = {}
+    h = cfg.config_hash()
+    seen: dict = {}
 
-    def swap():
-        seen["step"] = _wait_for_checkpoint(spec.sweep_dir, cfg.config_hash())
-        node = checkpoints.channel().running()[0].node_id
-        c.remove_node(next(w for w in workers if w.node_id == node))
-        seen["removed"] = node
+    def swap(stop: threading.Event):
+        # the trial's worker is stopped at its checkpoint (it cannot end in between) while its
+        # node goes at once, as a failed machine does; then the stopped worker is killed (a
+        # worker outlives its raylet until it notices, which a stopped one cannot)
+        got = _freeze_after_checkpoint(spec.sweep_dir, [h], {h: 0}, set(), stop)
+        node = got["nodes"][h]
+        c.remove_node(next(w for w in workers if w.node_id == node), allow_graceful=False)
+        for pid in got["pids"]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        seen.update(step=got["steps"][h], removed=node)
 
     session = RaySession()  # joins the cluster's Ray, connected by the fixture
     with session:
         ex = make_executor(spec, plan.run_id, session)
-        th = threading.Thread(target=swap, daemon=True)
-        th.start()
+        th = _in_thread(swap, seen)
         writer = run_plan(plan, ex)
-        th.join(timeout=30)
+        _done(th)
+    assert "error" not in seen, seen["error"]
     out = writer.outcomes[0]
     assert out.error is None and out.node_id != seen["removed"]
     t = _check_rows(spec, cfg, seen["step"])
@@ -195,62 +286,6 @@ def test_driver_asks_running_trials_to_checkpoint(tmp_path):
     assert got["running"][0].checkpoint_every == 3600
 
 
-def _kill_after_new_checkpoints(sweep_dir: str, hashes: list[str], times: int,
-                                seen: dict) -> threading.Thread:
-    """A thread that, `times` times, waits until every trial of `hashes` has a checkpoint newer
-    than the last it saw and runs in a live worker process it has not killed yet, then SIGKILLs
-    those processes (a worker lost mid-trial). A checkpoint can reach storage after its worker
-    died (the actor writes what was sent before the kill), and the running table keeps a dead
-    worker's pid until the retry begins: such a pid is skipped, never counted as a kill."""
-    from grokray.sweep import checkpoints
-
-    def live(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
-    def kill():
-        try:
-            killing()
-        except Exception as exc:  # noqa: BLE001 - the test asserts on seen["error"]
-            seen["error"] = repr(exc)
-
-    def killing():
-        last = dict.fromkeys(hashes, 0)
-        killed: set[int] = set()
-        for _ in range(times):
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                time.sleep(0.05)
-                steps = {h: (helpers.checkpoint_steps(sweep_dir, h) or [0])[-1] for h in hashes}
-                if not all(steps[h] > last[h] for h in hashes):
-                    continue
-                # a checkpoint of this sweep is on disk, so the channel is this sweep's
-                runs = {r.config_hash: r.pid for r in checkpoints.channel().running()
-                        if r.config_hash in hashes}
-                pids = set(runs.values())
-                if set(runs) != set(hashes) or pids & killed or not all(map(live, pids)):
-                    continue
-                try:
-                    for pid in pids:
-                        os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:  # ended between the look and the kill
-                    continue
-                break
-            else:
-                seen["error"] = f"no newer checkpoint in a live worker after {last}"
-                return
-            killed |= pids
-            last = steps
-            seen.setdefault("steps", []).append(dict(steps))
-
-    th = threading.Thread(target=kill, daemon=True)
-    th.start()
-    return th
-
-
 @pytest.mark.slow  # three worker starts and two Ray sessions (tests/unit/test_checkpoint_files.py
 # holds the rule without Ray)
 def test_a_trial_lost_on_every_try_keeps_its_checkpoints_and_rerun_failed_resumes(tmp_path):
@@ -270,7 +305,7 @@ def test_a_trial_lost_on_every_try_keeps_its_checkpoints_and_rerun_failed_resume
     with RaySession(num_cpus=1) as session:
         th = _kill_after_new_checkpoints(spec.sweep_dir, [h], 3, seen)
         writer = run_plan(plan, make_executor(spec, plan.run_id, session))
-        th.join(timeout=5)
+        _done(th)
     assert "error" not in seen, seen["error"]
     (out,) = writer.outcomes
     assert out.lost and out.error.startswith("lost after 3 tries: "), out.error
@@ -296,7 +331,7 @@ def test_a_lost_pack_resumes_each_config_from_its_checkpoint(tmp_path):
     from grokray.sweep.writer import run_plan
 
     p = tmp_path / "ck.yaml"
-    p.write_text(SPEC.format(out=tmp_path / "out", steps=6000, every=0.5).replace(
+    p.write_text(SPEC.format(out=tmp_path / "out", steps=6000, every=0.25).replace(
         "  arch: [mlp]\n", "  arch: [mlp]\n  optim.weight_decay: [0.5, 1.0]\n"))
     spec = load_spec(str(p))
     plan = make_plan(spec)
@@ -307,7 +342,7 @@ def test_a_lost_pack_resumes_each_config_from_its_checkpoint(tmp_path):
         ex = make_executor(spec, plan.run_id, session, pack=2)
         th = _kill_after_new_checkpoints(spec.sweep_dir, hashes, 1, seen)
         writer = run_plan(plan, ex)
-        th.join(timeout=5)
+        _done(th)
     assert "error" not in seen, seen["error"]
     assert len(writer.outcomes) == 2 and all(o.error is None for o in writer.outcomes)
     assert len({round(o.wall_s, 9) for o in writer.outcomes}) == 2, (  # apart, not as a pack

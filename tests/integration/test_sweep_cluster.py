@@ -80,6 +80,8 @@ def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):
 
         def __init__(self):
             self.n = 0
+            self.thread = None
+            self.error = None
 
         def started(self, config):
             pass
@@ -87,10 +89,22 @@ def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):
         def finished(self, outcome, result):
             self.n += 1
             if self.n == 3:
-                threading.Thread(target=c.remove_node, args=(workers[1],)).start()
+                self.thread = threading.Thread(target=self.remove)
+                self.thread.start()
 
+        def remove(self):
+            try:
+                c.remove_node(workers[1])
+            except Exception as exc:  # noqa: BLE001 - reported by the test's assertion
+                self.error = repr(exc)
+
+    killer = Killer()
     with session:
-        writer = run_plan(plan, executor, Killer())
+        writer = run_plan(plan, executor, killer)
+    # the node is gone before the fixture shuts the cluster down (the two at once fail)
+    assert killer.thread is not None
+    killer.thread.join(timeout=120)
+    assert not killer.thread.is_alive() and killer.error is None, killer.error
     assert ray.get(barrier.seen.remote()) == 2
     nodes = {o.node_id for o in writer.outcomes if o.node_id}
     assert len(nodes) == 2, nodes  # both workers ran trials (the head has no CPUs)

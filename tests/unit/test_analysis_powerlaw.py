@@ -6,6 +6,7 @@ import pytest
 
 from grokray_analysis.errors import AnalysisError
 from grokray_analysis.powerlaw import compare_alpha, fit_power_law, power_law_band, scaling
+from grokray_analysis.simulate import simulate
 
 ORDERS = {"Z5": 5, "S3": 6, "D4": 8, "A4": 12, "S4": 24, "A5": 60, "Z97": 97, "S5": 120,
           "A6": 360, "Z1009": 1009}
@@ -13,17 +14,10 @@ ORDERS = {"Z5": 5, "S3": 6, "D4": 8, "A4": 12, "S4": 24, "A5": 60, "Z97": 97, "S
 
 def synthetic(c: float, alpha: float, sigma: float, seeds: int, arm: str, rng,
               budget: float = np.inf, orders: dict = ORDERS) -> pd.DataFrame:
-    """Log-normal grok times c * |G|^alpha * exp(sigma * eps); censored at `budget`."""
-    rows = []
-    for g, n in orders.items():
-        for s in range(seeds):
-            step = c * n**alpha * np.exp(rng.normal(0.0, sigma))
-            ok = step <= budget
-            rows.append({"group": g, "group_order": n, "seed": s, "arm": arm,
-                         "status": "grokked" if ok else "not_grokked",
-                         "grok_step": float(step) if ok else np.nan,
-                         "steps_run": budget if np.isfinite(budget) else 10**9})
-    return pd.DataFrame(rows)
+    """Log-normal grok times c * |G|^alpha * exp(sigma * eps) of the named groups of `orders`,
+    censored at `budget` (grokray_analysis.simulate, the simulator the coverage script and the
+    grouped interval's tests use)."""
+    return simulate(rng, orders, seeds, c=c, alpha=alpha, sigma=sigma, budget=budget, arm=arm)
 
 
 def test_without_censoring_aft_equals_ols_interval_included():

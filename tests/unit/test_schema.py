@@ -59,6 +59,32 @@ def test_trial_frame_round_trips_parquet(tmp_path):
     assert list(back.columns) == list(df.columns) and back.grok_step.iloc[0] == 300
 
 
+def test_a_failed_trials_rows_keep_the_float_columns_typed(tmp_path):
+    """A trial whose every seed failed has no final metrics: its final_* and metric_* columns
+    are float64 nulls on disk (not Parquet's untyped null), so that reading it beside a trial
+    that finished gives float64 columns, with no all-NA concatenation warning."""
+    import warnings
+
+    from grokray.sweep.writer import failed_result
+
+    res = _result()
+    failed = failed_result(res.config.with_overrides({"seeds": [6]}), "lost after 3 tries: x")
+    failed.seeds[0].metrics = {"eff_modes": None}
+    frames = []
+    for i, r in enumerate((res, failed)):
+        trial_frame(r, "sw", "r1").to_parquet(tmp_path / f"{i}.parquet")
+        frames.append(pd.read_parquet(tmp_path / f"{i}.parquet"))
+    for c in ("final_train_acc", "final_val_acc", "final_train_loss", "final_val_loss",
+              "metric_eff_modes"):
+        assert str(frames[1][c].dtype) == "float64" and frames[1][c].isna().all(), c
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        both = pd.concat(frames, ignore_index=True)
+    assert str(both.final_val_acc.dtype) == "float64"
+    assert both.final_val_acc.tolist()[0] == 1.0 and both.final_val_acc.isna().tolist() == [
+        False, True, True]
+
+
 def test_curve_frame():
     c = curve_frame(_result(), "sw", "r1")
     assert list(c.columns[: len(CURVE_REQUIRED_COLUMNS)]) == CURVE_REQUIRED_COLUMNS
