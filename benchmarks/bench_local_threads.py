@@ -8,7 +8,7 @@ this process, interleaved, wall and process CPU seconds per round, medians and t
     python benchmarks/bench_local_threads.py --steps 300 --rounds 5
 
 "Before" is `LocalExecutor(cpu=N)` with N torch's default count in this process (what the
-in-process executor trained on before the rule); "after" is `cpu: 1`, the spec's default.
+in-process executor trains on without the rule); "after" is `cpu: 1`, the spec's default.
 """
 
 from __future__ import annotations
