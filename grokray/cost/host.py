@@ -92,9 +92,9 @@ def host_gflops(refresh: bool = False) -> tuple[float, str]:
                 best = float(rec["gflops"])
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    rate = max(measure_gflops(), best)
+    rate = round(max(measure_gflops(), best), 2)  # the rate the cache gives back next time
     if path is not None:
-        _write(path, {"key": key, "gflops": round(rate, 2),
+        _write(path, {"key": key, "gflops": rate,
                       "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     return rate, "measured now"
 
