@@ -42,10 +42,11 @@ CURVE_READ_REQUIRED_COLUMNS = ("schema_version", "config_hash", "seed", "step")
 """columns a curves file must have to be read"""
 
 IDENTITY_COLUMNS = ["schema_version", "sweep", "run_id", "config_hash", "seed", "data_seed"]
+FINAL_COLUMNS = ["final_train_acc", "final_val_acc", "final_train_loss", "final_val_loss"]
+"""float64 outcome columns, null (NaN) where a seed has none (a failed trial)"""
 OUTCOME_COLUMNS = [
     "status", "error", "grok_step", "memorize_step", "ungrok_step", "steps_run",
-    "final_train_acc", "final_val_acc", "final_train_loss", "final_val_loss",
-    "n_params", "wall_s",
+    *FINAL_COLUMNS, "n_params", "wall_s",
 ]
 PROVENANCE_COLUMNS = [
     "grokray_version", "git_commit", "torch_version", "ray_version", "python_version",
@@ -62,8 +63,6 @@ step of the checkpoint the run that wrote the row resumed from (null: a run neve
 grokray.checkpoint)"""
 EXTRA_CONFIG_COLUMNS = ["group_order", "arm"]
 CONFIG_JSON_COLUMN = "config_json"
-FINAL_COLUMNS = ["final_train_acc", "final_val_acc", "final_train_loss", "final_val_loss"]
-"""float64 outcome columns, null (NaN) where a seed has none (a failed trial)"""
 NULLABLE_INT_COLUMNS = ["grok_step", "grok_step_lo", "memorize_step", "ungrok_step",
                         "continued_from_step", "checkpoint_step"]
 

@@ -24,7 +24,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -280,10 +280,7 @@ class BoxHook:
             if self._poll is not None:
                 ready, _ = ray.wait([self._poll], timeout=0)
                 if ready:
-                    try:
-                        self.seen = max(self.seen, int(ray.get(ready[0])))
-                    except Exception:  # noqa: BLE001 - the driver is gone: nothing to answer
-                        pass
+                    self._hear(lambda: ray.get(ready[0]))
                     self._poll = None
             if self._poll is None:
                 self._poll = self.box.poll.remote(list(self.hashes))
@@ -293,12 +290,15 @@ class BoxHook:
     def asked_at_end(self) -> bool:
         import ray
 
+        self._hear(lambda: ray.get(self.box.poll.remote(list(self.hashes)), timeout=10))
+        return self.seen > self.answered
+
+    def _hear(self, answer: Callable[[], Any]) -> None:
+        """Take the driver's newest request from a poll's `answer()` (a call that returns it)."""
         try:
-            self.seen = max(self.seen, int(ray.get(self.box.poll.remote(list(self.hashes)),
-                                                    timeout=10)))
+            self.seen = max(self.seen, int(answer()))
         except Exception:  # noqa: BLE001 - the driver is gone: nothing to answer
             pass
-        return self.seen > self.answered
 
     def done(self, config_hash: str) -> None:
         if config_hash in self.hashes:
