@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 
@@ -183,3 +184,40 @@ def checkpoint_steps(sweep_dir: str, config_hash: str) -> list[int]:
     from grokray.sweep.checkpoints import Files
 
     return Files(sweep_dir).state_steps(config_hash)
+
+
+def running_trials() -> list:
+    """The trials the driver's checkpoint channel sees running (`RunningTrial`s); none before a
+    sweep opens its channel, nor between sweeps (the channel of one that ended can be gone)."""
+    from grokray.sweep import checkpoints
+
+    ch = checkpoints.channel()
+    try:
+        return ch.running() if ch is not None and ch.files is not None else []
+    except Exception:  # noqa: BLE001 - between sweeps: the caller looks again
+        return []
+
+
+def in_thread(target, seen: dict) -> threading.Thread:
+    """`target(stop)` in a daemon thread; an exception it raises goes to seen["error"] (which
+    the test asserts on) instead of ending the thread unseen. The test sets the thread's `stop`
+    event when its sweep has ended, then joins it (`done`)."""
+    stop = threading.Event()
+
+    def run():
+        try:
+            target(stop)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's assertion
+            seen["error"] = f"{type(exc).__name__}: {exc}"
+
+    th = threading.Thread(target=run, daemon=True)
+    th.stop = stop
+    th.start()
+    return th
+
+
+def done(th: threading.Thread) -> None:
+    """The sweep has ended: stop the thread's looking and wait for it."""
+    th.stop.set()
+    th.join(timeout=30)
+    assert not th.is_alive()

@@ -83,15 +83,8 @@ def _freeze_after_checkpoint(sweep_dir: str, hashes: list[str], after: dict[str,
     Synchronising on the trial's own checkpoint (not on the storage, which the driver's pump
     writes half a second later) keeps the kill at the trial's first checkpoint after `after`,
     however fast the machine trains; the stop keeps a fast trial from ending in between."""
-    from grokray.sweep import checkpoints
-
     def look() -> dict:
-        ch = checkpoints.channel()  # None until the sweep opens it
-        try:
-            running = ch.running() if ch is not None and ch.files is not None else []
-        except Exception:  # noqa: BLE001 - between sweeps: look again
-            running = []
-        return {r.config_hash: r for r in running if r.config_hash in hashes}
+        return {r.config_hash: r for r in helpers.running_trials() if r.config_hash in hashes}
 
     deadline = time.monotonic() + timeout
     saw: dict = {}
@@ -129,31 +122,6 @@ def _freeze_after_checkpoint(sweep_dir: str, hashes: list[str], after: dict[str,
     raise AssertionError(f"no checkpoint newer than {after} in a live worker; running: {saw}")
 
 
-def _in_thread(target, seen: dict) -> threading.Thread:
-    """`target(stop)` in a daemon thread; an exception it raises goes to seen["error"] (which
-    the test asserts on) instead of ending the thread unseen. The test sets the thread's `stop`
-    event when its sweep has ended, then joins it (`_done`)."""
-    stop = threading.Event()
-
-    def run():
-        try:
-            target(stop)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test's assertion
-            seen["error"] = f"{type(exc).__name__}: {exc}"
-
-    th = threading.Thread(target=run, daemon=True)
-    th.stop = stop
-    th.start()
-    return th
-
-
-def _done(th: threading.Thread) -> None:
-    """The sweep has ended: stop the thread's looking and wait for it."""
-    th.stop.set()
-    th.join(timeout=30)
-    assert not th.is_alive()
-
-
 def _kill_after_new_checkpoints(sweep_dir: str, hashes: list[str], times: int,
                                 seen: dict) -> threading.Thread:
     """A thread that, `times` times, waits until every trial of `hashes` has handed over a
@@ -174,7 +142,7 @@ def _kill_after_new_checkpoints(sweep_dir: str, hashes: list[str], times: int,
             last = got["steps"]
             seen.setdefault("steps", []).append(dict(last))
 
-    return _in_thread(kill, seen)
+    return helpers.in_thread(kill, seen)
 
 
 def test_warm_worker_killed_mid_trial_resumes_from_its_checkpoint(tmp_path):
@@ -191,7 +159,7 @@ def test_warm_worker_killed_mid_trial_resumes_from_its_checkpoint(tmp_path):
         ex = make_executor(spec, plan.run_id, session)
         th = _kill_after_new_checkpoints(spec.sweep_dir, [cfg.config_hash()], 1, seen)
         writer = run_plan(plan, ex)
-        _done(th)
+        helpers.done(th)
     assert "error" not in seen, seen["error"]
     assert len(writer.outcomes) == 1 and writer.outcomes[0].error is None
     _check_rows(spec, cfg, seen["steps"][0][cfg.config_hash()])
@@ -230,9 +198,9 @@ def test_node_removed_mid_trial_resumes_on_another_node(tmp_path, cluster):
     session = RaySession()  # joins the cluster's Ray, connected by the fixture
     with session:
         ex = make_executor(spec, plan.run_id, session)
-        th = _in_thread(swap, seen)
+        th = helpers.in_thread(swap, seen)
         writer = run_plan(plan, ex)
-        _done(th)
+        helpers.done(th)
     assert "error" not in seen, seen["error"]
     out = writer.outcomes[0]
     assert out.error is None and out.node_id != seen["removed"]
@@ -252,32 +220,24 @@ def test_driver_asks_running_trials_to_checkpoint(tmp_path):
     spec = _spec(tmp_path, steps=20000, every=3600)
     plan = make_plan(spec)
     h = plan.todo[0].config_hash()
-    got = {}
+    got: dict = {}
 
-    def ask():
-        try:
-            asking()
-        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
-            got["error"] = repr(exc)
-
-    def asking():
+    def ask(stop: threading.Event):
         deadline = time.monotonic() + 120
-        ch = checkpoints.channel()
         while time.monotonic() < deadline:
-            ch = checkpoints.channel()
-            running = ch.running() if ch is not None and ch.files is not None else []
+            running = helpers.running_trials()
             if running:
                 break
             time.sleep(0.1)
         time.sleep(1.0)  # into training
+        ch = checkpoints.channel()
         gen = ch.request()
         got["left"] = ch.wait(gen, timeout_s=60)
         got["steps"] = helpers.checkpoint_steps(spec.sweep_dir, h)
         got["running"] = running
 
     with RaySession(num_cpus=1) as session:
-        th = threading.Thread(target=ask, daemon=True)
-        th.start()
+        th = helpers.in_thread(ask, got)
         run_plan(plan, make_executor(spec, plan.run_id, session))
         th.join(timeout=5)
     assert "error" not in got, got["error"]
@@ -305,7 +265,7 @@ def test_a_trial_lost_on_every_try_keeps_its_checkpoints_and_rerun_failed_resume
     with RaySession(num_cpus=1) as session:
         th = _kill_after_new_checkpoints(spec.sweep_dir, [h], 3, seen)
         writer = run_plan(plan, make_executor(spec, plan.run_id, session))
-        _done(th)
+        helpers.done(th)
     assert "error" not in seen, seen["error"]
     (out,) = writer.outcomes
     assert out.lost and out.error.startswith("lost after 3 tries: "), out.error
@@ -342,7 +302,7 @@ def test_a_lost_pack_resumes_each_config_from_its_checkpoint(tmp_path):
         ex = make_executor(spec, plan.run_id, session, pack=2)
         th = _kill_after_new_checkpoints(spec.sweep_dir, hashes, 1, seen)
         writer = run_plan(plan, ex)
-        _done(th)
+        helpers.done(th)
     assert "error" not in seen, seen["error"]
     assert len(writer.outcomes) == 2 and all(o.error is None for o in writer.outcomes)
     assert len({round(o.wall_s, 9) for o in writer.outcomes}) == 2, (  # apart, not as a pack

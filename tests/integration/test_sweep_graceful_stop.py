@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
 import time
 
 import pytest
@@ -63,18 +62,12 @@ def _executor(kind: str, spec, plan, session):
 def _stop_when(ready) -> dict:
     """SIGTERM to this process once `ready(running)` holds for the trials the checkpoint actor
     sees running; what happened, for the test's assertions."""
-    from grokray.sweep import checkpoints
-
     got: dict = {}
 
-    def watch():
+    def watch(stop):
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
-            ch = checkpoints.channel()
-            try:
-                running = ch.running() if ch is not None and ch.files is not None else []
-            except Exception:  # noqa: BLE001 - between rounds: ask again
-                running = []
+            running = helpers.running_trials()
             if running and ready(running):
                 got["running"] = [r.config_hash for r in running]
                 os.kill(os.getpid(), signal.SIGTERM)
@@ -82,13 +75,7 @@ def _stop_when(ready) -> dict:
             time.sleep(0.02)
         got["error"] = "the trials never got to the point of the stop"
 
-    def run():
-        try:
-            watch()
-        except BaseException as exc:  # noqa: BLE001 - reported by the test's assertion
-            got["error"] = f"the watcher failed: {type(exc).__name__}: {exc}"
-
-    threading.Thread(target=run, daemon=True).start()
+    helpers.in_thread(watch, got)
     return got
 
 
