@@ -87,6 +87,8 @@ class TrialResult:
     """Ray node id it ran on (set by the sweep's writer; None outside a sweep)"""
     hostname: str | None = None
     """host it ran on (None for a result made on the driver: a lost trial's failed row)"""
+    device_kind: str | None = None
+    """the kind of device that trained it (grokray.trialrun.device_kind; None: unknown)"""
 
     def seed_rows(self) -> list[dict[str, Any]]:
         """Per-seed summary dicts (what `grokray run --json` prints)."""

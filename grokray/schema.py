@@ -31,6 +31,13 @@ a bump (readers treat a missing optional column as absent): curves gained `weigh
 `state/<name>` (training state in an end snapshot, grokray.optim.state)."""
 IDENTITY_VERSION = 3
 """the oldest version whose config_hash is today's identity (older rows are re-identified)"""
+TRAINING_SEMANTICS = 1
+"""the training-semantics version: bumped by any change of the code that moves a trial's float64
+numbers (a trainer fix, a model change); the pins (tests/fixtures/pins/semantics.json) record the
+curves each version gives, and tests/unit/test_pins.py fails when the curves move without it.
+Written in the `training_semantics` column; a row of another version (or another torch) is not
+the same trial for the service's reuse (grokray.service.reuse)"""
+"""the oldest version whose config_hash is today's identity (older rows are re-identified)"""
 
 STATUSES = ("grokked", "not_grokked", "diverged", "failed")
 """a seed's outcome (the `status` column)"""
@@ -52,6 +59,12 @@ PROVENANCE_COLUMNS = [
     "grokray_version", "git_commit", "torch_version", "ray_version", "python_version",
     "device", "hostname", "ray_node_id", "cuda_visible_devices", "started_at", "finished_at",
 ]
+OPTIONAL_PROVENANCE_COLUMNS = ["training_semantics", "device_kind", "reused_from"]
+"""provenance columns older files lack: `training_semantics` (TRAINING_SEMANTICS of the code that
+trained the row), `device_kind` (what kind of device trained it: `cuda:<GPU name>`, or
+`cpu:<machine>:<torch's CPU capability>:t<threads>`, as grokray.trialrun.device_kind says; null
+when unknown) and `reused_from` (the sweep dir whose row this one was copied from by the sweep
+service instead of training it again; null: trained for this dir)"""
 OPTIONAL_OUTCOME_COLUMNS = ["grok_step_lo", "continued_from", "continued_from_step",
                             "checkpoint_step"]
 """outcome columns older files lack: `grok_step_lo`, the eval before `grok_step` (the grok
@@ -164,6 +177,9 @@ def trial_frame(result: TrialResult, sweep: str, run_id: str) -> pd.DataFrame:
         row["hostname"] = result.hostname  # where the trial ran (None: a lost trial's row)
         row["ray_node_id"] = result.node_id
         row["cuda_visible_devices"] = result.cuda_visible_devices
+        row["training_semantics"] = TRAINING_SEMANTICS
+        row["device_kind"] = result.device_kind
+        row["reused_from"] = None
         row["started_at"] = _utc(result.started_at)
         row["finished_at"] = _utc(result.finished_at)
         row[CONFIG_JSON_COLUMN] = cjson
@@ -174,7 +190,7 @@ def trial_frame(result: TrialResult, sweep: str, run_id: str) -> pd.DataFrame:
     for c in FINAL_COLUMNS + [c for c in df.columns if c.startswith(METRIC_PREFIX)]:
         df[c] = df[c].astype("float64")  # all null (a failed trial's rows): still float64
     for c in ("error", "git_commit", "ray_version", "ray_node_id", "cuda_visible_devices",
-              "continued_from"):
+              "continued_from", "device_kind", "reused_from"):
         df[c] = df[c].astype("string")
     return df
 

@@ -60,6 +60,18 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def device_kind(device: torch.device) -> str:
+    """The kind of device a trial trains on, as far as its float64 numbers depend on it:
+    `cuda:<GPU name>`, or on a CPU `cpu:<machine>:<torch's CPU capability, e.g. AVX512>:t<torch
+    threads>` (the BLAS kernels and the thread count change the last bits of a sum)."""
+    if device.type == "cuda":
+        return f"cuda:{torch.cuda.get_device_name(device)}"
+    import platform
+
+    return (f"{device.type}:{platform.machine()}:{torch.backends.cpu.get_cpu_capability()}"
+            f":t{torch.get_num_threads()}")
+
+
 class TrialRun:
     """One trial in progress: what its trainer reads (config, device, task, splits) and writes
     (outcomes, curve rows, n_params)."""
@@ -137,4 +149,5 @@ class TrialRun:
             seeds=[self.outcome[s] for s in self.cfg.seeds], curves=curves,
             group_order=int(self.task.n_in), snapshots=snapshots,
             cuda_visible_devices=self.visible, hostname=socket.gethostname(),
+            device_kind=device_kind(self.device),
         )

@@ -1,6 +1,7 @@
 """Float64 pins: every family's curves at tiny sizes equal the stored ones (refactors keep them).
 
-The stored numbers (tests/fixtures/pins/curves.json) come from tests/fixtures/pins/make_pins.py.
+The stored numbers (tests/fixtures/pins/curves.json) come from tests/fixtures/pins/make_pins.py;
+tests/fixtures/pins/semantics.json records which training-semantics version they belong to.
 """
 
 import importlib.util
@@ -37,3 +38,30 @@ def test_float64_curves_unchanged(name):
             rel = RTOL.get(name, 1e-9)
             same = (math.isnan(g) and math.isnan(w)) or g == pytest.approx(w, rel=rel, abs=1e-12)
             assert same, (col, g, w)
+
+
+def pins_digest(stored: dict) -> str:
+    """The SHA-256 of the stored curves (canonical JSON)."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(stored, sort_keys=True).encode()).hexdigest()
+
+
+def test_training_semantics_moves_with_the_pinned_numbers():
+    """tests/fixtures/pins/semantics.json maps each training-semantics version to the digest of
+    the curves it gives: regenerating the pins (numbers that moved) without a new version, or a
+    new version without its digest, fails here. Bump grokray.schema.TRAINING_SEMANTICS and add
+    `"<new version>": "<digest>"` when the numbers move on purpose: the sweep service then stops
+    serving rows of the old version as the same trials."""
+    from grokray.schema import TRAINING_SEMANTICS
+
+    known = json.loads((PINS / "semantics.json").read_text())
+    digest = pins_digest(STORED)
+    assert str(TRAINING_SEMANTICS) in known, (
+        f"TRAINING_SEMANTICS {TRAINING_SEMANTICS} has no digest in semantics.json; add "
+        f'"{TRAINING_SEMANTICS}": "{digest}"')
+    assert known[str(TRAINING_SEMANTICS)] == digest, (
+        "the pinned float64 curves changed without a new training-semantics version: bump "
+        f'grokray.schema.TRAINING_SEMANTICS and add "<new version>": "{digest}" to '
+        "tests/fixtures/pins/semantics.json")
+    assert list(known.values()).count(digest) == 1, "two versions with the same curves"
