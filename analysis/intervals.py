@@ -7,7 +7,18 @@
   fractions, axiom leads, grokking delays, invariant drifts); with `strata` (each value's group)
   the resamples draw within each group, so every resample holds each group's share of runs;
 - `median_ratio_ci(num, den)`: median(num) / median(den) of two independent samples and the
-  percentile interval of the same ratio over bootstrap resamples of each.
+  percentile interval of the same ratio over bootstrap resamples of each;
+- `order_median_ci(lo, hi)`: the distribution-free interval of a median from order statistics
+  (the binomial distribution of the count below the median), exact at every n, with each run
+  known only to lie in [lo, hi] (a grok step between two evals, a run censored at its budget:
+  [budget, inf)); None below `ORDER_MIN_N` runs, where no such interval reaches 95%;
+- `order_ratio_ci(num, den)`: the ratio of two independent medians, from the two medians'
+  order-statistic intervals at sqrt(0.95) each (their rectangle covers both with probability
+  >= 0.95, so the ratio's interval does too).
+
+The ledger uses the exact ones (Clopper-Pearson and the order-statistic intervals), whose
+coverage holds at the 2-6 runs a CPU sweep has (scripts/ledger_coverage.py checks every one on
+known truth); the bootstrap ones stay for analyses that have many runs.
 
 Every bootstrap draws `n_boot` resamples (with replacement) from one seeded generator, so the
 same data always give the same interval. Censored durations (grok steps) have their own
@@ -36,6 +47,66 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
         return NAN2
     ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
     return float(ci.low), float(ci.high)
+
+
+def order_rank(n: int, level: float = 0.95) -> int:
+    """The largest k with P(Bin(n, 1/2) <= k - 1) <= (1 - level) / 2: [x_(k), x_(n-k+1)] is
+    then an interval for the median with coverage 1 - 2 P(Bin(n, 1/2) <= k - 1) >= level; 0 when
+    no k >= 1 reaches `level` (n too small)."""
+    from scipy.stats import binom
+
+    k = 0
+    while k + 1 <= (n + 1) // 2 and 2.0 * binom.cdf(k, n, 0.5) <= 1.0 - level:
+        k += 1
+    return k
+
+
+def order_min_n(level: float = 0.95) -> int:
+    """The fewest runs whose order statistics give a `level` interval for a median."""
+    n = 1
+    while order_rank(n, level) == 0:
+        n += 1
+    return n
+
+
+ORDER_MIN_N = order_min_n(0.95)
+"""6: with 5 runs the widest interval, [min, max], covers the median with probability 15/16"""
+RATIO_LEVEL = math.sqrt(0.95)
+"""each median's level in a ratio of two independent medians (0.9747: the rectangle >= 0.95)"""
+RATIO_MIN_N = order_min_n(RATIO_LEVEL)
+"""7: the fewest runs per arm for a ratio of medians at 95%"""
+
+
+def order_median_ci(lo: np.ndarray, hi: np.ndarray | None = None,
+                    level: float = 0.95) -> tuple[float, float] | None:
+    """The order-statistic interval [x_(k), x_(n-k+1)] of the median of n runs (`order_rank`),
+    each run's value known to lie in [lo_i, hi_i] (hi None: known exactly): the lower end is the
+    k-th smallest lo, the upper the k-th largest hi, so the interval holds the one of the true
+    values and covers the median with probability >= `level` whatever the distribution (ties,
+    discrete grids, censoring: a run censored at budget b has [b, inf)). None when n is too
+    small for any such interval (`order_min_n`)."""
+    lo = np.sort(np.asarray(lo, dtype=float))
+    hi = lo if hi is None else np.sort(np.asarray(hi, dtype=float))
+    k = order_rank(len(lo), level)
+    if k == 0:
+        return None
+    return float(lo[k - 1]), float(hi[len(hi) - k])
+
+
+def order_ratio_ci(num_lo: np.ndarray, num_hi: np.ndarray, den_lo: np.ndarray,
+                   den_hi: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
+    """Interval of median(num) / median(den) for two independent samples of positive values
+    (each run in [lo, hi] as in `order_median_ci`): each median's order-statistic interval at
+    sqrt(level), then [num_lo / den_hi, num_hi / den_lo]. None when either sample is too small.
+    """
+    a = order_median_ci(num_lo, num_hi, math.sqrt(level))
+    b = order_median_ci(den_lo, den_hi, math.sqrt(level))
+    if a is None or b is None:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo = a[0] / b[1] if math.isfinite(b[1]) else 0.0
+        hi = a[1] / b[0] if b[0] > 0 else math.inf
+    return float(lo), float(hi)
 
 
 def group_rate_ci(k: int, n: int, groups: int) -> tuple[float, float]:

@@ -13,7 +13,7 @@ Where each part lives:
 """
 
 from grokray_analysis.intervals import NAN2
-from grokray_analysis.ledger.build import Ledger, LedgerRow, ledger, measure
+from grokray_analysis.ledger.build import Ledger, LedgerRow, judge, ledger, measure
 from grokray_analysis.ledger.claims import (
     BASE_SCALE,
     CLAIMS,
@@ -26,7 +26,6 @@ from grokray_analysis.ledger.measures import (
     Measured,
     all_grok,
     axiom_lead,
-    bound_ci,
     capacity,
     drift_ratio,
     eff_modes,
@@ -46,6 +45,8 @@ from grokray_analysis.ledger.verdicts import (
     REGIONS,
     REPRODUCED,
     SAME_DIRECTION,
+    TOO_FEW,
+    UNTESTABLE,
     VERDICTS,
     regions_met,
     tolerance_band,
@@ -53,12 +54,12 @@ from grokray_analysis.ledger.verdicts import (
 )
 
 __all__ = [
-    "BASE_SCALE", "CLAIMS", "INCONCLUSIVE", "MEASURES", "NAN2", "NOT_RUN", "OPPOSITE", "REGIONS",
-    "REPRODUCED", "SAME_DIRECTION", "SCALES", "VERDICTS", "Claim", "Ledger", "LedgerRow",
-    "Measured", "all_grok", "axiom_lead", "bound_ci", "capacity", "claim", "drift_ratio",
-    "eff_modes", "ledger", "ledger_table", "load_claims", "measure", "median_grok_step",
-    "mlp_fails", "never_groks", "no_delay", "regions_met", "scaling_alpha", "speedup",
-    "tolerance_band", "verdict_of", "wedderburn", "write_ledger",
+    "BASE_SCALE", "CLAIMS", "INCONCLUSIVE", "MEASURES", "NAN2", "NOT_RUN", "OPPOSITE",
+    "REGIONS", "REPRODUCED", "SAME_DIRECTION", "SCALES", "TOO_FEW", "UNTESTABLE", "VERDICTS",
+    "Claim", "Ledger", "LedgerRow", "Measured", "all_grok", "axiom_lead", "capacity", "claim",
+    "drift_ratio", "eff_modes", "judge", "ledger", "ledger_table", "load_claims", "measure",
+    "median_grok_step", "mlp_fails", "never_groks", "no_delay", "regions_met", "scaling_alpha",
+    "speedup", "tolerance_band", "verdict_of", "wedderburn", "write_ledger",
 ]
 
 

@@ -25,8 +25,11 @@ from grokray_analysis.ledger.sweeps import select, sweep_rows
 from grokray_analysis.ledger.verdicts import (
     INCONCLUSIVE,
     NOT_RUN,
+    TOO_FEW,
+    UNTESTABLE,
+    band_of,
+    rate_n_needed,
     regions_met,
-    tolerance_band,
     verdict_of,
 )
 
@@ -93,11 +96,39 @@ def _row(c: Claim, out: Path, read: dict[str, tuple[pd.DataFrame | None, str]],
                          cmd)
     if note:
         m = replace(m, detail=f"{m.detail}; {note}")
-    v = m.verdict or verdict_of(c.paper_value, m.value, m.ci, null=c.null_value, log=c.log,
-                                tol=c.tol)
-    if v == INCONCLUSIVE and not m.verdict:
-        band = tolerance_band(c.paper_value, log=c.log, tol=c.tol)
-        met = regions_met(m.ci[0], m.ci[1], c.paper_value, band, null=c.null_value)
-        m = replace(m, detail=f"{m.detail}; the interval meets: {', '.join(met)} (band "
-                              f"{band[0]:.4g}-{band[1]:.4g}, null {c.null_value:g})")
-    return LedgerRow(c, m, v, str(d), cmd)
+    v = judge(c, m)
+    return LedgerRow(c, replace(m, detail=m.detail + why(c, m, v)), v, str(d), cmd)
+
+
+def judge(c: Claim, m: Measured) -> str:
+    """The claim's verdict on what its measure gave: the one rule (verdicts.verdict_of) with
+    the claim's paper value, band and null and the measure's interval and runs."""
+    return verdict_of(c.paper_value, m.value, m.ci, null=c.null_value, log=c.log, tol=c.tol,
+                      band=c.band, n=m.n, n_needed=m.n_needed, rate_n=m.rate_n)
+
+
+def needed(c: Claim, m: Measured) -> int:
+    """The units the claim's interval would need to decide (0 when it has them or no count
+    would do)."""
+    if m.n_needed > m.n:
+        return m.n_needed
+    if m.rate_n:
+        b = band_of(c.paper_value, log=c.log, tol=c.tol, band=c.band)
+        return rate_n_needed(m.rate_n, m.value, c.paper_value, b, null=c.null_value)
+    return 0
+
+
+def why(c: Claim, m: Measured, v: str) -> str:
+    """What the detail adds to a verdict that is not a region: the band and null of an
+    untestable claim, the n a 'too few runs' row would need, the regions an inconclusive
+    interval meets."""
+    b = band_of(c.paper_value, log=c.log, tol=c.tol, band=c.band)
+    where = f"band {b[0]:.4g}-{b[1]:.4g}, null {c.null_value:g}"
+    if v == UNTESTABLE:
+        return f"; the band holds the null ({where}): untestable at this tolerance"
+    if v == TOO_FEW:
+        return f"; too few runs: {m.n}, the interval needs {needed(c, m)} ({where})"
+    if v == INCONCLUSIVE and not any(math.isnan(x) for x in m.ci):
+        met = regions_met(min(m.ci), max(m.ci), c.paper_value, b, null=c.null_value)
+        return f"; the interval meets: {', '.join(met)} ({where})"
+    return ""

@@ -65,6 +65,12 @@ class Claim:
     """Compare on the log scale (ratios, steps) rather than linearly."""
     tol: float = 0.25
     """Relative tolerance for 'reproduced' beside the interval test."""
+    band: tuple[float, float] | None = None
+    """The band itself where the claim states one (the paper's range, such as 20-150,000x; a
+    rate of at most 0.1 for "fails"); replaces the tolerance band."""
+    tol_why: str = ""
+    """Why this tolerance (or band): the paper's own spread where it gives one. Required of
+    every measured claim."""
     analyze: str = ""
     """The `grokray analyze ...` line that shows the computation ({dir}: the sweep dir)."""
     why_not: str = ""
@@ -110,8 +116,14 @@ def _claim(i: int, d: dict[str, Any]) -> Claim:
                          + ", ".join(sorted(known)))
     if d.get("paper") not in PAPERS:
         raise ValueError(f"{where}: paper {d.get('paper')!r}; valid: {', '.join(PAPERS)}")
+    band = d.get("band")
+    if band is not None and (not isinstance(band, list) or len(band) != 2
+                             or not all(isinstance(x, (int, float)) for x in band)
+                             or band[0] > band[1]):
+        raise ValueError(f"{where}: band {band!r}; valid: [low, high], two numbers, low <= high")
     c = Claim(**{**d, "paper": PAPERS[d["paper"]],
-                 "paper_value": _number(d["paper_value"], where)})
+                 "paper_value": _number(d["paper_value"], where),
+                 "band": None if band is None else (float(band[0]), float(band[1]))})
     for scale, over in c.scales.items():
         if scale not in SCALES or scale == BASE_SCALE:
             raise ValueError(f"{where}: scale {scale!r}; valid: "
@@ -120,6 +132,9 @@ def _claim(i: int, d: dict[str, Any]) -> Claim:
             raise ValueError(f"{where}: scales.{scale}: valid keys {', '.join(SCALE_KEYS)}")
     for scale in SCALES:
         _check(c.at(scale), scale, where if scale == BASE_SCALE else f"{where} at scale {scale}")
+    if any(c.at(s).measure for s in SCALES) and not c.tol_why.strip():
+        raise ValueError(f"{where}: tol_why is empty; valid: the reason for its tolerance or "
+                         "band (the paper's own spread where it gives one)")
     return c
 
 

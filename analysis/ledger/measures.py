@@ -2,15 +2,23 @@
 
 Each measure takes the trials its claim selected (claims.yaml: `where`) and the claim's
 `params` as keywords, and returns a `Measured`; it raises AnalysisError when the rows cannot say.
-Estimators, all shared with `grokray analyze`: Kaplan-Meier medians and speedups of censored grok
-steps (grokray_analysis.survival, grokray_analysis.speedup), the censored AFT power law
-(grokray_analysis.powerlaw), the
-sign test (grokray_analysis.signtest), the phase threshold (grokray_analysis.phase), and for rates
-and values
-that are not durations the Clopper-Pearson interval and the median bootstrap
-(grokray_analysis.intervals). Where a claim pools several groups the group is the unit of its
-interval (the power law's, a pooled grok rate's over groups), or the bootstrap resamples runs
-within each group (a median over two or three groups: conditional on those groups).
+No measure decides a verdict: every one hands its value and interval to the one rule of
+grokray_analysis.ledger.verdicts, with what the rule needs to say "too few runs" (the runs the
+interval rests on, `n`, and the fewest it would need, `n_needed`; `rate_n` for an exact binomial
+interval). The intervals are exact at small n (grokray_analysis.intervals; scripts/
+ledger_coverage.py checks their coverage on known truth):
+- rates (a grok rate, qualitative claims included): Clopper-Pearson over the runs of the named
+  groups, or over the groups where the claim is about groups in general (`all_grok`);
+- medians (grok steps, RFM iterations, grokking delays, axiom leads, Wedderburn fractions, paired
+  differences): the order-statistic interval, each run known to lie in an interval of its own
+  (a grok step between two evals; a run censored at its budget: [budget, inf); an axiom never
+  met: before the run's last step) - the censoring-aware interval, exact from 6 runs up;
+- ratios of two medians (speedups, drift ratios): the rectangle of the two medians'
+  order-statistic intervals at sqrt(0.95) each, from 7 runs per arm up;
+- the power-law exponent: the censored log-normal AFT with the group as the unit
+  (grokray_analysis.powerlaw); the capacity threshold: the profile likelihood or the separation
+  bracket (grokray_analysis.phase).
+Point values stay those of `grokray analyze` (Kaplan-Meier medians and speedups).
 """
 
 from __future__ import annotations
@@ -25,18 +33,12 @@ import pandas as pd
 from grokray_analysis.errors import AnalysisError
 from grokray_analysis.intervals import (
     NAN2,
+    ORDER_MIN_N,
+    RATIO_MIN_N,
     clopper_pearson,
     group_rate_ci,
-    median_ci,
-    median_ratio_ci,
-)
-from grokray_analysis.ledger.verdicts import (
-    INCONCLUSIVE,
-    OPPOSITE,
-    REPRODUCED,
-    SAME_DIRECTION,
-    regions_met,
-    verdict_of,
+    order_median_ci,
+    order_ratio_ci,
 )
 from grokray_analysis.load import require_columns
 
@@ -55,8 +57,12 @@ class Measured:
     """Runs that did not grok within their budget (censored), same runs."""
     detail: str = ""
     """How the number was computed (arms, counts, test)."""
-    verdict: str | None = None
-    """Set by a claim whose verdict is not the generic one (qualitative claims)."""
+    n: int = 0
+    """The units the interval rests on (runs, pairs, groups; per arm for a ratio: the fewer)."""
+    n_needed: int = 0
+    """The fewest units the measure's interval needs (0: no minimum); above `n`: too few runs."""
+    rate_n: int = 0
+    """For an exact binomial interval: its n (the rule asks whether any count of n decides)."""
 
 
 def _counts(df: pd.DataFrame) -> tuple[int, int]:
@@ -73,11 +79,6 @@ def _arm(df: pd.DataFrame, arm: str) -> pd.DataFrame:
     return sub
 
 
-def _groups(df: pd.DataFrame) -> np.ndarray | None:
-    """Each run's group, the strata of a within-group bootstrap (None without a group column)."""
-    return df["group"].astype(str).to_numpy() if "group" in df else None
-
-
 def _km(df: pd.DataFrame):  # noqa: ANN202 - KMMedian
     """Kaplan-Meier median grok step of these runs (censored at their budget)."""
     from grokray_analysis.survival import durations, km_median
@@ -86,13 +87,27 @@ def _km(df: pd.DataFrame):  # noqa: ANN202 - KMMedian
     return km_median(dur["time"], dur["event"])
 
 
-def _rate(sub: pd.DataFrame, label: str) -> Measured:
-    """The grok rate of these runs with its Clopper-Pearson interval, counts per group."""
-    g, c = _counts(sub)
-    n = g + c
-    per = ", ".join(f"{k} {int((s['status'] == 'grokked').sum())}/{len(s)}"
-                    for k, s in sub.groupby(sub["group"].astype(str), sort=False))
-    return Measured(g / n if n else math.nan, clopper_pearson(g, n), g, c, f"{label}: {per}")
+def _step_bounds(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Each timed run's grok step as an interval [lo, hi]: a grokked run's bracket (the last eval
+    below the threshold, the first at or above it), a censored run's [budget, inf)."""
+    from grokray_analysis.survival import durations
+
+    dur = durations(df)
+    ev = dur["event"].to_numpy(bool)
+    lo = np.where(ev, dur["time_lo"].to_numpy(float), dur["time"].to_numpy(float))
+    hi = np.where(ev, dur["time"].to_numpy(float), math.inf)
+    return lo, hi
+
+
+def _median_of(lo: np.ndarray, hi: np.ndarray) -> tuple[tuple[float, float], int, int]:
+    """(order-statistic interval or NaN2, n, n_needed) of the median of runs in [lo, hi]."""
+    ci = order_median_ci(lo, hi)
+    return (ci if ci is not None else NAN2), len(lo), ORDER_MIN_N
+
+
+def _interval_note(n: int, need: int, what: str = "runs") -> str:
+    return (f"order-statistic 95% interval over {n} {what}" if n >= need else
+            f"{n} {what}: an order-statistic 95% interval needs {need}")
 
 
 def _metric(T: pd.DataFrame, name: str) -> pd.Series:
@@ -108,8 +123,10 @@ def _metric(T: pd.DataFrame, name: str) -> pd.Series:
 
 
 def speedup(T: pd.DataFrame, *, arm: str, base: str) -> Measured:
-    """KM median grok step of `base` / that of `arm` (grokray_analysis.speedup), with
-    `bound_ci`."""
+    """KM median grok step of `base` / that of `arm` (grokray_analysis.speedup); its interval
+    the ratio of the two medians' order-statistic intervals (each run's grok step as its eval
+    bracket, a censored run as [budget, inf)): from 7 runs per arm. A censored median makes
+    the interval one-sided by itself ([x, inf) or [0, x])."""
     from grokray_analysis.speedup import speedup_table
 
     for a in (arm, base):
@@ -119,32 +136,31 @@ def speedup(T: pd.DataFrame, *, arm: str, base: str) -> Measured:
     brow = next(r for r in res.rows if r.arm == base)
     g1, c1 = _counts(_arm(T, arm))
     g0, c0 = _counts(_arm(T, base))
+    a_lo, a_hi = _step_bounds(_arm(T, arm))
+    b_lo, b_hi = _step_bounds(_arm(T, base))
+    ci = order_ratio_ci(b_lo, b_hi, a_lo, a_hi)
+    n = min(len(a_lo), len(b_lo))
     bound = {"lower": "; baseline median censored: a lower bound",
              "upper": f"; {arm} median censored: an upper bound"}.get(row.kind, "")
     detail = (f"KM median grok step {arm} {row.median:g} ({g1}/{g1 + c1}), {base} "
-              f"{brow.median:g} ({g0}/{g0 + c0}){bound}")
-    return Measured(row.speedup, bound_ci(row, brow), g1 + g0, c1 + c0, detail)
-
-
-def bound_ci(row, brow) -> tuple[float, float]:  # noqa: ANN001 - SpeedupRow
-    """The 95% interval of a speedup, one-sided when a median is censored: the speedup is then
-    only known to exceed (baseline censored: > budget / the arm's upper median limit) or to stay
-    below (arm censored: < the baseline's upper median limit / budget) a bound, so the interval
-    is [bound, inf) or [0, bound], never the uninformative [0, inf) that would count any paper
-    value as 'reproduced'."""
-    if row.kind == "lower":
-        return float(brow.max_time / row.median_ci[1]), math.inf
-    if row.kind == "upper":
-        return 0.0, float(brow.median_ci[1] / row.max_time)
-    return row.speedup_ci
+              f"{brow.median:g} ({g0}/{g0 + c0}){bound}; "
+              + (f"interval: the two medians' order-statistic intervals at 97.5% ({n} runs "
+                 "in the smaller arm)" if ci is not None else
+                 f"{n} runs in the smaller arm: a ratio's 95% interval needs {RATIO_MIN_N} "
+                 "per arm"))
+    return Measured(row.speedup, ci if ci is not None else NAN2, g1 + g0, c1 + c0, detail,
+                    n=n, n_needed=RATIO_MIN_N)
 
 
 def median_grok_step(T: pd.DataFrame) -> Measured:
-    """KM median grok step (RFM: iteration) of the runs, censored at the budget."""
+    """KM median grok step (RFM: iteration) of the runs, censored at the budget; the
+    order-statistic interval of the median over the runs' grok brackets."""
     g, c = _counts(T)
     km = _km(T)
-    return Measured(km.median, (km.lo, km.hi), g, c,
-                    f"KM median grok step, {g}/{g + c} grokked")
+    ci, n, need = _median_of(*_step_bounds(T))
+    return Measured(km.median, ci, g, c,
+                    f"KM median grok step, {g}/{g + c} grokked; {_interval_note(n, need)}",
+                    n=n, n_needed=need)
 
 
 def scaling_alpha(T: pd.DataFrame, *, arm: str) -> Measured:
@@ -164,55 +180,60 @@ def scaling_alpha(T: pd.DataFrame, *, arm: str) -> Measured:
               f" {f.n_runs} runs"
               + (f"; groups with no grokked run: {', '.join(f.censored_groups)}"
                  if f.censored_groups else ""))
-    return Measured(f.alpha, f.alpha_ci, f.n_grokked, f.n_censored, detail)
+    return Measured(f.alpha, f.alpha_ci, f.n_grokked, f.n_censored, detail, n=f.n_groups)
 
 
-def no_delay(T: pd.DataFrame, *, max_delay_evals: float) -> Measured:
-    """grok step - memorization step (the grokking delay; inf for a run that never grokked),
-    median over runs; reproduced when every run groks with a median delay of at most
-    `max_delay_evals` evaluations."""
+def no_delay(T: pd.DataFrame) -> Measured:
+    """The grokking delay, grok step - memorization step, in evaluations: median over runs with
+    its order-statistic interval (a grokked run's delay; a run that did not grok: more than its
+    budget - its memorization step; one that never memorized: unknown, [0, inf))."""
     require_columns(T, ["eval_every"])
     g, c = _counts(T)
-    delay = (T["grok_step"].astype(float) - T["memorize_step"].astype(float)).to_numpy()
-    delay = np.where(T["status"].to_numpy() == "grokked", delay, np.inf)
-    med, ci = median_ci(delay)
-    ev = float(T["eval_every"].max())
-    verdict = (REPRODUCED if c == 0 and med <= max_delay_evals * ev
-               else SAME_DIRECTION if math.isfinite(med) else OPPOSITE)
-    return Measured(med, ci, g, c, f"delay in steps (eval every {ev:g}); {g}/{g + c} grokked",
-                    verdict)
+    ok = T[T["status"] != "failed"]
+    ev = float(ok["eval_every"].max())
+    grok = ok["grok_step"].astype(float).to_numpy()
+    mem = ok["memorize_step"].astype(float).to_numpy()
+    budget = pd.to_numeric(ok.get("steps_run", ok.get("steps")), errors="coerce").to_numpy(float)
+    done = (ok["status"] == "grokked").to_numpy()
+    lo = np.where(done, grok - mem, np.where(np.isfinite(mem), budget - mem, 0.0)) / ev
+    hi = np.where(done, (grok - mem) / ev, math.inf)
+    lo = np.where(np.isfinite(lo), lo, 0.0)
+    ci, n, need = _median_of(lo, hi)
+    return Measured(float(np.median(hi)), ci, g, c,
+                    f"delay in evaluations (eval every {ev:g} steps); {g}/{g + c} grokked; "
+                    f"{_interval_note(n, need)}", n=n, n_needed=need)
 
 
 # ---------------------------------------------------------------------------- rates
 
 
-def mlp_fails(T: pd.DataFrame, *, arm: str, base: str, max_median: float) -> Measured:
-    """`base`'s grok rate (the matched MLP); reproduced when it is 0 while every run of `arm`
-    groks with a KM median grok step of at most `max_median`."""
+def _rate(sub: pd.DataFrame, label: str) -> Measured:
+    """The grok rate of these runs with its Clopper-Pearson interval over the runs, counts per
+    group."""
+    g, c = _counts(sub)
+    n = g + c
+    per = ", ".join(f"{k} {int((s['status'] == 'grokked').sum())}/{len(s)}"
+                    for k, s in sub.groupby(sub["group"].astype(str), sort=False))
+    return Measured(g / n if n else math.nan, clopper_pearson(g, n), g, c, f"{label}: {per}",
+                    n=n, rate_n=n)
+
+
+def mlp_fails(T: pd.DataFrame, *, arm: str, base: str) -> Measured:
+    """`base`'s grok rate (the matched MLP) on the claim's named groups, Clopper-Pearson over its
+    runs (conditional on those groups: a claim about them); `arm`'s runs in the detail (its own
+    claim: forge.nonabelian.forge_groks)."""
     mlp = _rate(_arm(T, base), base)
-    G = int(_arm(T, base)["group"].nunique()) if "group" in T else 1
-    mlp = Measured(mlp.value, group_rate_ci(mlp.grokked, mlp.grokked + mlp.censored, G),
-                   mlp.grokked, mlp.censored, mlp.detail)
-    forge = _arm(T, arm)
-    fg, fc = _counts(forge)
-    med = _km(forge).median
+    fg, fc = _counts(_arm(T, arm))
     detail = (f"{base.upper()} grokked {mlp.grokked}/{mlp.grokked + mlp.censored} "
-              f"(interval over {G} groups); "
-              f"{arm.upper()} grokked {fg}/{fg + fc}, median grok step {med:g}")
-    if mlp.grokked == 0 and fc == 0 and fg and med <= max_median:
-        verdict = REPRODUCED
-    elif mlp.value < (fg / max(fg + fc, 1)):
-        verdict = SAME_DIRECTION
-    else:
-        verdict = OPPOSITE
-    return Measured(mlp.value, mlp.ci, mlp.grokked + fg, mlp.censored + fc, detail, verdict)
+              f"({mlp.detail.partition(': ')[2]}); {arm.upper()} grokked {fg}/{fg + fc}")
+    return Measured(mlp.value, mlp.ci, mlp.grokked, mlp.censored, detail, n=mlp.n,
+                    rate_n=mlp.rate_n)
 
 
 def all_grok(T: pd.DataFrame, *, arm: str, max_fail: float) -> Measured:
-    """Fraction of `arm`'s runs that grokked over every group of the sweep (its interval over
-    the groups); the detail names the groups where more than `max_fail` of the runs did not.
-    A claim about the tested groups, decided on them: reproduced when no group fails more than
-    `max_fail` of its runs, opposite when no run groks, same direction otherwise."""
+    """Fraction of `arm`'s runs that grokked over every group of the sweep, its interval over
+    the groups (`group_rate_ci`: a claim about groups, so the group is the unit); the detail
+    names the groups where more than `max_fail` of the runs did not."""
     runs = _arm(T, arm)
     r = _rate(runs, arm)
     G = int(runs["group"].nunique())
@@ -220,19 +241,16 @@ def all_grok(T: pd.DataFrame, *, arm: str, max_fail: float) -> Measured:
              > max_fail]
     detail = r.detail + f"; interval over {G} groups" + (
         f"; groups below {1 - max_fail:.0%}: " + ", ".join(fails) if fails else "")
-    verdict = REPRODUCED if not fails else OPPOSITE if r.grokked == 0 else SAME_DIRECTION
     return Measured(r.value, group_rate_ci(r.grokked, r.grokked + r.censored, G), r.grokked,
-                    r.censored, detail, verdict)
+                    r.censored, detail, n=G, rate_n=G)
 
 
 def never_groks(T: pd.DataFrame) -> Measured:
-    """Grok rate of the runs where the paper's do not generalize: reproduced when none groks,
-    same direction when some do, opposite when all do."""
+    """Grok rate of the runs where the paper's do not generalize, Clopper-Pearson over them."""
     g, c = _counts(T)
     n = g + c
     return Measured(g / n if n else math.nan, clopper_pearson(g, n), g, c,
-                    f"{g}/{n} runs grokked",
-                    REPRODUCED if g == 0 else SAME_DIRECTION if g < n else OPPOSITE)
+                    f"{g}/{n} runs grokked", n=n, rate_n=n)
 
 
 def capacity(T: pd.DataFrame) -> Measured:
@@ -242,61 +260,82 @@ def capacity(T: pd.DataFrame) -> Measured:
     ph = phase_diagram(T)
     g, c = _counts(T)
     return Measured(ph.threshold, ph.threshold_ci, g, c,
-                    f"{ph.method}; {len(ph.cells)} (R, d) cells, {ph.n_runs} runs")
+                    f"{ph.method}; {len(ph.cells)} (R, d) cells, {ph.n_runs} runs",
+                    n=ph.n_runs)
 
 
 # ---------------------------------------------------------------------------- other values
 
 
 def eff_modes(T: pd.DataFrame, *, metric: str, arm: str, base: str) -> Measured:
-    """`metric` of `arm` - that of `base`: median paired difference; sign test one-sided."""
+    """`metric` of `arm` - that of `base`: median paired difference with its order-statistic
+    interval (the sign test's own interval); sign test one-sided in the detail."""
     from grokray_analysis.signtest import sign_test
 
     s = sign_test(T, _metric(T, metric).name, arm, base, alternative="greater")
     d = np.asarray(s.values_a, float) - np.asarray(s.values_b, float)
-    med, ci = median_ci(d[np.isfinite(d)])
+    d = d[np.isfinite(d)]
+    if not len(d):
+        raise AnalysisError(f"no paired {metric} values")
+    ci, n, need = _median_of(d, d)
     g, c = _counts(T)
     a, b = arm.upper(), base.upper()
     detail = (f"{a} median {s.median_a:.3g}, {b} {s.median_b:.3g} over {s.n_pairs} pairs; "
-              f"{s.n_pos} {a} > {b}, {s.n_neg} <; sign test one-sided p = {s.p_sign:.3g}")
-    return Measured(med, ci, g, c, detail)
+              f"{s.n_pos} {a} > {b}, {s.n_neg} <; sign test one-sided p = {s.p_sign:.3g}; "
+              f"{_interval_note(n, need, 'pairs')}")
+    return Measured(float(np.median(d)), ci, g, c, detail, n=n, n_needed=need)
 
 
 def wedderburn(T: pd.DataFrame, *, metric: str, arm: str) -> Measured:
     """Fraction of class-multiplication coefficients recovered exactly (`metric`, at the end of
-    training), median over `arm`'s runs."""
+    training), median over `arm`'s runs with its order-statistic interval (conditional on the
+    sweep's groups)."""
     col = _metric(T, metric).name
     sub = _arm(T, arm)
     g, c = _counts(sub)
-    keep = sub[col].astype(float).notna()
-    x = sub.loc[keep, col].astype(float).to_numpy()
-    med, ci = median_ci(x, strata=_groups(sub[keep]))
+    x = sub[col].astype(float).dropna().to_numpy()
+    if not len(x):
+        raise AnalysisError(f"no {col} values")
+    ci, n, need = _median_of(x, x)
     per = ", ".join(f"{k} {v:.4f}" for k, v in
                     sub.groupby(sub["group"].astype(str))[col].median().items())
-    return Measured(med, ci, g, c, f"median over {len(x)} runs at the end of training: {per}")
+    return Measured(float(np.median(x)), ci, g, c,
+                    f"median over {len(x)} runs at the end of training: {per}; "
+                    f"{_interval_note(n, need)}", n=n, n_needed=need)
 
 
 def axiom_lead(T: pd.DataFrame, *, metric: str, arm: str) -> Measured:
     """Steps by which an axiom (`metric`: its lead, grokray.metrics.axioms) precedes grokking,
-    median over `arm`'s runs."""
+    median over `arm`'s grokked runs with its order-statistic interval. An axiom never met in a
+    run is a result: its lead is below grok step - the run's last step (it was not met by then),
+    the interval (-inf, that]; the value is then the median of what each run allows at most."""
     col = _metric(T, metric).name
     sub = _arm(T, arm)
     g, c = _counts(sub)
-    keep = sub[col].astype(float).notna()
-    x = sub.loc[keep, col].astype(float).to_numpy()
-    med, ci = median_ci(x, strata=_groups(sub[keep]))
-    return Measured(med, ci, g, c, f"median lead over {len(x)} grokked runs with an emergence "
-                    f"step; mean {np.mean(x) if len(x) else math.nan:.4g}")
+    done = sub[sub["status"] == "grokked"]
+    if done.empty:
+        raise AnalysisError(f"no grokked {arm} runs: the lead needs a grok step")
+    lead = done[col].astype(float).to_numpy()
+    last = pd.to_numeric(done.get("steps_run", done.get("steps")),
+                         errors="coerce").to_numpy(float)
+    grok = done["grok_step"].astype(float).to_numpy()
+    met = np.isfinite(lead)
+    hi = np.where(met, lead, grok - last)
+    lo = np.where(met, lead, -math.inf)
+    ci, n, need = _median_of(lo, hi)
+    never = int((~met).sum())
+    detail = (f"median lead over {n} grokked runs; "
+              + (f"never met in {never} of {n} runs (each: before grok step - last step); "
+                 if never else "")
+              + _interval_note(n, need))
+    return Measured(float(np.median(hi)), ci, g, c, detail, n=n, n_needed=need)
 
 
 def drift_ratio(T: pd.DataFrame, *, system: str, invariant: str, arm: str, base: str,
-                paper_range: tuple[float, float], max_drift: float) -> Measured:
-    """Median drift of `base` / that of `arm` on one Hamiltonian system, bootstrap interval
-    (runs resampled within each arm). The generic verdict with `paper_range` as the band
-    (grokray_analysis.ledger.verdicts): reproduced when the interval lies inside the range, same
-    direction when above 1 and outside it, opposite when below 1, inconclusive when it meets
-    more than one of these; a reproduced ratio whose arm still drifts by `max_drift` or more
-    compares two failures: same direction, not reproduced."""
+                max_drift: float) -> Measured:
+    """Median drift of `base` / that of `arm` on one Hamiltonian system; its interval the ratio
+    of the two medians' order-statistic intervals (from 7 seeds per arm). The detail says when
+    `arm` itself drifts by `max_drift` or more (a ratio of two failures)."""
     col = f"metric_drift_{invariant}"
     if "hamiltonian_system" not in T or col not in T:
         raise AnalysisError(f"no {col} on {system}")
@@ -305,20 +344,19 @@ def drift_ratio(T: pd.DataFrame, *, system: str, invariant: str, arm: str, base:
     xb = _arm(sub, base)[col].dropna().to_numpy(float)
     if not len(xa) or not len(xb):
         raise AnalysisError(f"no {col} runs on {system}")
-    r, ci = median_ratio_ci(xb, xa)
-    low, high = paper_range
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = float(np.median(xb) / np.median(xa))
+    ci = order_ratio_ci(xb, xb, xa, xa)
+    n = min(len(xa), len(xb))
     detail = (f"{system} {invariant}: median drift {base} {np.median(xb):.3g} / {arm} "
-              f"{np.median(xa):.3g} ({len(xb)} and {len(xa)} seeds)")
-    met = set(regions_met(ci[0], ci[1], low, (low, high), null=1.0) if not np.any(np.isnan(ci))
-              else (verdict_of(low, r, NAN2, null=1.0, log=True, tol=0.0, band=(low, high)),))
+              f"{np.median(xa):.3g} ({len(xb)} and {len(xa)} seeds); "
+              + ("interval: the two medians' order-statistic intervals at 97.5%"
+                 if ci is not None else
+                 f"a ratio's 95% interval needs {RATIO_MIN_N} seeds per arm"))
     if np.median(xa) >= max_drift:
         detail += f"; both arms drift by over {max_drift:.0%}: neither conserves the invariant"
-        met = {SAME_DIRECTION if v == REPRODUCED else v for v in met}
-    verdict = met.pop() if len(met) == 1 else INCONCLUSIVE
-    if verdict == INCONCLUSIVE:
-        detail += "; the interval meets: " + ", ".join(
-            v for v in (REPRODUCED, SAME_DIRECTION, OPPOSITE) if v in met)
-    return Measured(r, ci, 0, 0, detail, verdict)
+    return Measured(r, ci if ci is not None else NAN2, 0, 0, detail, n=n,
+                    n_needed=RATIO_MIN_N)
 
 
 MEASURES: dict[str, Callable[..., Measured]] = {f.__name__: f for f in (

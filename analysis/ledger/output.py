@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grokray_analysis.ledger.build import Ledger, LedgerRow
+from grokray_analysis.ledger.build import Ledger, LedgerRow, needed
 from grokray_analysis.ledger.claims import BASE_SCALE
-from grokray_analysis.ledger.verdicts import VERDICTS
+from grokray_analysis.ledger.verdicts import TOO_FEW, VERDICTS
 from grokray_analysis.tables import Table
 
 CLAIM_COLUMNS = ("claim", "paper", "what", "paper value")
-SCALE_COLUMNS = ("measured", "ci_low", "ci_high", "grokked", "censored", "verdict", "detail",
-                 "command")
+SCALE_COLUMNS = ("measured", "ci_low", "ci_high", "grokked", "censored", "n", "n_needed",
+                 "verdict", "detail", "command")
 """one scale's columns (the CPU scale's unprefixed)"""
 
 
@@ -25,7 +25,8 @@ def _prefix(scale: str) -> str:
 
 def _cells(r: LedgerRow) -> tuple:
     m = r.measured
-    return (m.value, m.ci[0], m.ci[1], m.grokked, m.censored, r.verdict, m.detail, r.command)
+    return (m.value, m.ci[0], m.ci[1], m.grokked, m.censored, m.n, needed(r.claim, m)
+            if r.verdict == TOO_FEW else 0, r.verdict, m.detail, r.command)
 
 
 def ledger_table(L: Ledger) -> Table:
@@ -43,10 +44,11 @@ def ledger_table(L: Ledger) -> Table:
             f"{v} {sum(r.verdict == v for r in L.columns[s])}" for v in VERDICTS)
         for s in scales)
     notes = (*counts,
-             "95% intervals: Kaplan-Meier (Brookmeyer-Crowley) for median grok steps and their "
-             "ratios, censored AFT for alpha, Clopper-Pearson for rates, bootstrap for medians "
-             "of non-durations, delta method or the separation bracket for the capacity "
-             "threshold.")
+             "95% intervals: Clopper-Pearson for rates; order statistics for medians (each run "
+             "as its eval bracket, a censored run as [budget, inf)) and, at 97.5% each, for "
+             "ratios of medians; the censored AFT with the group as the unit for alpha; the "
+             "profile likelihood or the separation bracket for the capacity threshold. A row is "
+             "reproduced only when its whole interval lies in the band.")
     return Table(f"Reproduction ledger ({' and '.join(scales)} scale, {L.out})",
                  (*CLAIM_COLUMNS, *(_prefix(s) + col for s in scales for col in SCALE_COLUMNS)),
                  rows, notes)

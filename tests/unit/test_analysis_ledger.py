@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -23,23 +23,82 @@ ROOT = Path(__file__).resolve().parents[2]
     (10.2, 9.0, (8.5, 9.5), 1.0, True, L.REPRODUCED),  # inside the band 8.16-12.75 (log 25%)
     (10.2, 3.8, (3.0, 4.5), 1.0, True, L.SAME_DIRECTION),
     (10.2, 0.5, (0.3, 0.8), 1.0, True, L.OPPOSITE),
-    (0.86, 1.5, (1.2, 1.9), 1.0, True, L.OPPOSITE),  # paper slower, measured faster
+    (0.7, 1.5, (1.2, 1.9), 1.0, True, L.OPPOSITE),  # paper slower, measured faster
     (583.0, -200.0, (-400.0, -50.0), 0.0, False, L.OPPOSITE),  # after instead of before
     (0.17, 0.45, (0.25, 0.64), 0.0, False, L.SAME_DIRECTION),
     (0.17, math.nan, L.NAN2, 0.0, False, L.NOT_RUN),
     # the interval holds the paper's value and values outside the band: it does not decide
     (10.2, 8.0, (5.0, 12.0), 1.0, True, L.INCONCLUSIVE),
     (0.17, 0.314, (0.074, 0.554), 0.0, False, L.INCONCLUSIVE),  # the ledger's alpha
-    (0.86, 0.875, (0.61, 1.11), 1.0, True, L.INCONCLUSIVE),  # also holds the null 1
+    (10.2, 9.0, (5.0, 9.5), 1.0, True, L.INCONCLUSIVE),  # reproduced or smaller
     (10.2, 3.8, (0.5, 4.5), 1.0, True, L.INCONCLUSIVE),  # same direction or opposite
     (20.0, 15.0, (13.3, math.inf), 1.0, True, L.INCONCLUSIVE),  # a lower bound below the band
     (3.0, 15.0, (13.3, math.inf), 1.0, True, L.SAME_DIRECTION),  # a lower bound above it
     (15.0, 17.0, (17.0, 17.0), math.inf, True, L.REPRODUCED),  # 17/15 within 25%
     (12.0, 17.0, (17.0, 18.0), math.inf, True, L.SAME_DIRECTION),  # no opposite side of inf
-    (10.2, 9.0, L.NAN2, 1.0, True, L.REPRODUCED),  # no interval: the point's region
+    (10.2, 9.0, L.NAN2, 1.0, True, L.INCONCLUSIVE),  # a point value decides nothing
+    # the band 0.688-1.075 holds the null 1, whatever the data
+    (0.86, 0.875, (0.61, 1.11), 1.0, True, L.UNTESTABLE),
+    (0.86, 0.86, (0.85, 0.87), 1.0, True, L.UNTESTABLE),
 ])
 def test_verdicts(paper, value, ci, null, log, expected):
     assert L.verdict_of(paper, value, ci, null=null, log=log, tol=0.25) == expected
+
+
+def test_the_rule_has_no_side_door():
+    from grokray_analysis import intervals
+    from grokray_analysis.intervals import clopper_pearson
+
+    # a qualitative claim (the matched MLP fails: a grok rate of 0) is a rate like any other:
+    # 0 of 9 runs gives the exact interval [0, 0.34], not inside the band [0, 0.1], and no count
+    # of 9 could be: too few runs, and 36 (0 of 36: [0, 0.097]) would do
+    band, null = (0.0, 0.1), 0.5
+    ci = clopper_pearson(0, 9)
+    assert ci == pytest.approx((0.0, 0.3363), abs=1e-4)
+    assert L.verdict_of(0.0, 0.0, ci, null=null, log=False, tol=0, band=band,
+                        n=9, rate_n=9) == L.TOO_FEW
+    assert L.verdicts.rate_n_needed(9, 0.0, 0.0, band, null=null) == 36
+    assert L.verdict_of(0.0, 0.0, clopper_pearson(0, 36), null=null, log=False, tol=0,
+                        band=band, n=36, rate_n=36) == L.REPRODUCED
+    # 9 of 9 grokked: the interval [0.66, 1] lies beyond the null 0.5 (a rate that neither
+    # fails nor groks as a rule): opposite
+    assert L.verdict_of(0.0, 1.0, clopper_pearson(9, 9), null=null, log=False, tol=0,
+                        band=band, n=9, rate_n=9) == L.OPPOSITE
+    # a point-only measure (NaN bounds) inside the band is not reproduced
+    assert L.verdict_of(10.2, 10.2, L.NAN2, null=1.0, log=True, tol=0.25) == L.INCONCLUSIVE
+    # a band that contains its null: untestable, whatever the interval
+    assert L.verdict_of(0.86, 0.86, (0.86, 0.86), null=1.0, log=True,
+                        tol=0.25) == L.UNTESTABLE
+    assert L.verdict_of(0.86, 0.86, (0.86, 0.86), null=1.0, log=True, tol=0.1) == L.REPRODUCED
+    # n = 2: no order-statistic interval for a median exists below 6 runs, however tight the
+    # two values: too few runs, with the 6 it would need
+    assert intervals.order_median_ci([17.0, 17.0]) is None and intervals.ORDER_MIN_N == 6
+    assert L.verdict_of(15.0, 17.0, L.NAN2, null=math.inf, log=True, tol=0.25, n=2,
+                        n_needed=6) == L.TOO_FEW
+    # and a ratio of two medians needs 7 runs per arm
+    assert intervals.RATIO_MIN_N == 7
+
+
+def test_order_statistic_intervals():
+    from grokray_analysis.intervals import order_median_ci, order_rank, order_ratio_ci
+
+    # n = 6: [min, max], coverage 1 - 2/64; n = 9: the 2nd smallest and 2nd largest (1 - 20/512)
+    assert order_rank(5) == 0 and order_rank(6) == 1 and order_rank(9) == 2
+    assert order_median_ci(np.arange(6.0)) == (0.0, 5.0)
+    assert order_median_ci(np.arange(9.0)) == (1.0, 7.0)
+    # each run known only to lie in [lo, hi]: a censored run is [budget, inf)
+    lo = np.array([100, 200, 300, 400, 6000, 6000, 6000.0])
+    hi = np.array([150, 250, 350, 450, math.inf, math.inf, math.inf])
+    assert order_median_ci(lo, hi) == (100.0, math.inf)
+    # a ratio: each median at sqrt(0.95), 7 runs per arm: [min, max] of each
+    # a censored baseline over a grokked arm: a lower bound, [6000 / 450, inf)
+    r = order_ratio_ci(np.full(7, 6000.0), np.full(7, math.inf), lo[:4].repeat(2)[:7],
+                       hi[:4].repeat(2)[:7])
+    assert r == pytest.approx((6000.0 / 450.0, math.inf))
+    r = order_ratio_ci(np.arange(10.0, 17.0), np.arange(10.0, 17.0), np.arange(1.0, 8.0),
+                       np.arange(1.0, 8.0))
+    assert r == pytest.approx((10.0 / 7.0, 16.0 / 1.0))
+    assert order_ratio_ci(np.ones(6), np.ones(6), np.ones(7), np.ones(7)) is None
 
 
 def test_a_wider_interval_never_makes_a_verdict_easier():
@@ -101,9 +160,11 @@ def test_ledger_rows_from_the_fixture(out):
     assert len(rows) == len(L.CLAIMS)
     na = rows["forge.nonabelian.mlp_fails"]
     # fixture: the MLP never groks S3/D4/A4 (9 runs); FORGE 8/9 (A4 seed 2 censored)
-    assert na.measured.value == 0.0 and na.measured.ci[0] == 0.0
-    assert (na.measured.grokked, na.measured.censored) == (8, 10)
-    assert na.verdict == L.SAME_DIRECTION  # one FORGE run censored: not the paper's clean claim
+    assert na.measured.value == 0.0 and na.measured.ci == pytest.approx((0.0, 0.3363), abs=1e-4)
+    assert (na.measured.grokked, na.measured.censored) == (0, 9)
+    assert "FORGE grokked 8/9" in na.measured.detail
+    # 0 of 9 cannot show a rate below 0.1 (0 of 36 can): too few runs, not reproduced
+    assert na.verdict == L.TOO_FEW and "the interval needs 36" in na.measured.detail
     al = rows["forge.scaling.alpha"]  # fixture: 300 |G|^0.5, one A4 run censored at 4,000
     fit = fit_power_law(load([out / "scaling_cpu"]).trials, "forge", n_boot=0)
     assert al.measured.value == fit.alpha and al.measured.ci == fit.alpha_ci
@@ -111,8 +172,9 @@ def test_ledger_rows_from_the_fixture(out):
     assert al.verdict == L.SAME_DIRECTION
     grok = rows["forge.all_groups_grok"]
     assert grok.measured.value == pytest.approx(14 / 15)
-    # a claim about the tested groups, decided on them: A4 fails 1 of its 3 runs
-    assert grok.verdict == L.SAME_DIRECTION and "groups below 90%: A4" in grok.measured.detail
+    # a rate over the groups: 5 groups cannot show a rate of 0.9 or more (36 could)
+    assert grok.verdict == L.TOO_FEW and "groups below 90%: A4" in grok.measured.detail
+    assert "the interval needs 36" in grok.measured.detail
     em = rows["forge.eff_modes"]  # fixture: 23 vs 16 modes
     assert em.measured.value == pytest.approx(7.0, abs=1.5) and em.verdict == L.REPRODUCED
     cap = rows["forge.capacity.threshold"]  # fixture: P(grok) = 1/2 at R*d = 100
@@ -212,50 +274,70 @@ def test_hamiltonian_drift_claim_verdicts():
                 for a, vals in (("mlp", mlp), ("dad+algebra", alg)) for i, v in enumerate(vals)]
         return pd.DataFrame(rows)
 
-    m = functools.partial(L.measure, L.claim("forge.hamiltonian.kepler.energy"))
-    good = m(frame([0.5, 0.6, 0.4], [0.01, 0.02, 0.015]))
-    assert good.value == pytest.approx(0.5 / 0.015) and good.verdict == L.REPRODUCED
-    assert good.ci[0] <= good.value <= good.ci[1]
-    worse = m(frame([0.5, 0.6, 0.4], [0.7, 0.8, 0.9]))
-    assert worse.verdict == L.OPPOSITE
-    failures = m(frame([4000.0, 5000.0, 3000.0], [190.0, 200.0, 210.0]))
-    # interval 14.3-26.3 meets the paper's range, but a ratio of two failures is not its claim
-    assert failures.value == pytest.approx(20.0) and failures.verdict == L.SAME_DIRECTION
-    assert "neither conserves" in failures.detail
-    wide = m(frame([0.5, 0.6, 0.4], [0.02, 0.6, 0.01]))  # 25x, but one seed drifts as the MLP
-    assert wide.value == pytest.approx(25.0) and wide.ci == pytest.approx((0.5 / 0.75, 60.0))
-    assert wide.verdict == L.INCONCLUSIVE
-    assert "meets: reproduced, same direction, different size, opposite" in wide.detail
+    c = L.claim("forge.hamiltonian.kepler.energy")
+    assert c.band == (20.0, 150000.0)
+    mlp = [0.5, 0.6, 0.45, 0.55, 0.45, 0.5, 0.52]
+    good = L.measure(c, frame(mlp, [0.01, 0.02, 0.015, 0.012, 0.018, 0.011, 0.016]))
+    # 7 seeds per arm: each median's interval at 97.5% is [min, max]
+    assert good.value == pytest.approx(0.5 / 0.015)
+    assert good.ci == pytest.approx((0.45 / 0.02, 0.6 / 0.01))
+    assert L.judge(c, good) == L.REPRODUCED
+    worse = L.measure(c, frame(mlp, [0.7, 0.8, 0.9, 0.75, 0.85, 0.8, 0.8]))
+    assert L.judge(c, worse) == L.OPPOSITE
+    failures = L.measure(c, frame([4000.0] * 7, [190.0, 200.0, 210.0, 200, 200, 200, 200]))
+    assert failures.value == pytest.approx(20.0) and "neither conserves" in failures.detail
+    # three seeds per arm: no 95% interval of a ratio of medians exists (7 per arm needed)
+    three = L.measure(c, frame([0.5, 0.6, 0.4], [0.01, 0.02, 0.015]))
+    assert math.isnan(three.ci[0]) and (three.n, three.n_needed) == (3, 7)
+    assert L.judge(c, three) == L.TOO_FEW
 
 
 def test_axiom_claims_read_the_metric_columns_the_store_writes():
     # the trials table holds per-seed metrics as metric_<name> (grokray.result), e.g. an
-    # axioms_cpu run: identity axiom 250 steps after grokking, every coefficient recovered
-    T = pd.DataFrame({"arm": "forge", "group": ["S4", "S4", "A4"], "status": "grokked",
-                      "metric_ident_lead": [-250.0, -100.0, -150.0],
-                      "metric_wedderburn_frac": [1.0, 1.0, 0.98]})
-    m = L.measure(L.claim("forge.axioms.ident_lead"), T)
-    assert m.value == -150.0 and m.grokked == 3
-    assert L.verdict_of(583.0, m.value, m.ci, null=0.0, log=False, tol=0.25) == L.OPPOSITE
+    # axioms_cpu run: identity axiom 100-250 steps after grokking, every coefficient recovered
+    leads = [-250.0, -100.0, -150.0, -200.0, -125.0, -175.0]
+    T = pd.DataFrame({"arm": "forge", "group": ["S4"] * 3 + ["A4"] * 3, "status": "grokked",
+                      "grok_step": 1000.0, "steps_run": 1250.0,
+                      "metric_ident_lead": leads,
+                      "metric_wedderburn_frac": [1.0, 1.0, 0.98, 1.0, 1.0, 1.0]})
+    c = L.claim("forge.axioms.ident_lead")
+    m = L.measure(c, T)
+    assert m.value == -162.5 and m.grokked == 6 and m.ci == (-250.0, -100.0)
+    assert L.judge(c, m) == L.OPPOSITE
     w = L.measure(L.claim("forge.wedderburn"), T)
-    assert w.value == 1.0 and "A4 0.9800" in w.detail
+    assert w.value == 1.0 and "A4 1.0000" in w.detail and w.ci == (0.98, 1.0)
+    # an axiom never met is a result, not a missing row: its lead is below grok - last step
+    never = T.assign(metric_ident_lead=math.nan)
+    m = L.measure(c, never)
+    assert "never met in 6 of 6 runs" in m.detail
+    assert m.value == -250.0 and m.ci == (-math.inf, -250.0)
+    assert L.judge(c, m) == L.OPPOSITE
+    # three runs: too few for a median's interval
+    assert L.judge(c, L.measure(c, T.iloc[:3])) == L.TOO_FEW
 
 
 def test_a_censored_baseline_gives_a_one_sided_interval_not_a_free_verdict():
     # the MLP never groks A5 within 6,000 steps, FORGE groks at 300-450: the speedup is only
     # known to exceed 6000 / 450 = 13.3, so a paper value of 3.0 or 10.1 is not 'reproduced'
-    T = pd.DataFrame({"group": "A5", "arm": ["mlp"] * 5 + ["forge"] * 5,
-                      "status": ["not_grokked"] * 5 + ["grokked"] * 5,
-                      "grok_step": [None] * 5 + [300, 400, 400, 450, 400],
-                      "steps": 6000, "steps_run": [6000] * 5 + [550, 650, 650, 700, 650]})
-    m = L.measure(L.claim("forge.a5.speedup.mlp"), T)
+    T = pd.DataFrame({"group": "A5", "arm": ["mlp"] * 7 + ["forge"] * 7,
+                      "status": ["not_grokked"] * 7 + ["grokked"] * 7,
+                      "grok_step": [None] * 7 + [300, 400, 400, 450, 400, 350, 400],
+                      "grok_step_lo": [None] * 7 + [250, 350, 350, 400, 350, 300, 350],
+                      "steps": 6000, "steps_run": [6000] * 7 + [550, 650, 650, 700, 650, 600,
+                                                              650]})
+    c = L.claim("forge.a5.speedup.mlp")
+    m = L.measure(c, T)
     assert m.value == 15.0 and "lower bound" in m.detail
     assert m.ci[0] == pytest.approx(6000 / 450) and math.isinf(m.ci[1])
+    assert L.judge(c, m) == L.SAME_DIRECTION  # [13.3, inf) lies above the band 8.1-12.6
     for paper in (3.0, 10.1):
         assert L.verdict_of(paper, m.value, m.ci, null=1.0, log=True,
                             tol=0.25) == L.SAME_DIRECTION
     # a paper value of 20 lies in [13.3, inf), as do values far above it: not decided
     assert L.verdict_of(20.0, m.value, m.ci, null=1.0, log=True, tol=0.25) == L.INCONCLUSIVE
+    # five runs per arm (the CPU sweep's): too few for a ratio's interval
+    five = T[T["seed"].isin(range(5))] if "seed" in T else T.groupby("arm").head(5)
+    assert L.judge(c, L.measure(c, five)) == L.TOO_FEW
 
 
 def _plan(d: Path, hashes, seeds) -> None:
@@ -268,18 +350,18 @@ def test_current_rows_are_the_identities_the_plan_names(tmp_path, tiny):
     _plan(d, sorted(set(T["config_hash"])), [0, 1])  # the sweep now runs seeds 0 and 1 only
     r = _rows(tmp_path, current_only=True)["forge.nonabelian.mlp_fails"]
     sub = T[T["seed"].isin([0, 1]) & T["group"].isin(["S3", "D4", "A4"])
-            & T["arm"].isin(["mlp", "forge"]) & (T["status"] != "failed")]
+            & (T["arm"] == "mlp") & (T["status"] != "failed")]
     g = int((sub["status"] == "grokked").sum())
     assert (r.measured.grokked, r.measured.censored) == (g, len(sub) - g)
-    assert (g, len(sub) - g) != (8, 10)  # every row: the fixture test above
+    assert (g, len(sub) - g) != (0, 9)  # every row: the fixture test above
     assert L.sweeps.NO_PLAN not in r.measured.detail
 
 
 def test_a_dir_without_a_plan_has_every_row_read_and_says_so(tmp_path, tiny):
     tiny.write_ablation(tmp_path / "nonabelian_cpu")
     r = _rows(tmp_path, current_only=True)["forge.nonabelian.mlp_fails"]
-    assert (r.measured.grokked, r.measured.censored) == (8, 10)
-    assert r.measured.detail.endswith(L.sweeps.NO_PLAN)
+    assert (r.measured.grokked, r.measured.censored) == (0, 9)
+    assert L.sweeps.NO_PLAN in r.measured.detail
 
 
 def test_a_plan_that_is_not_a_plan_is_a_not_run_row(tmp_path, tiny):
@@ -311,6 +393,7 @@ GOOD = """claims:
     measure: speedup
     params: {arm: forge, base: mlp}
     tol: 0.25
+    tol_why: the paper gives no spread
     scales:
       paper: {spec: sweeps/paper/a5_ablation.yaml, sweep: a5_ablation_paper}
 """
@@ -367,16 +450,24 @@ def test_a_bad_scale_block_fails_at_load(old, new, message):
     assert message in str(err.value)
 
 
-def test_all_groups_grok_is_decided_on_the_tested_groups():
-    # 13 groups x 5 seeds, all grokked: the claim holds on every tested group, although the
-    # rate's interval over 13 groups reaches down to 0.75
-    T = pd.DataFrame({"arm": "forge", "group": [f"G{i}" for i in range(13) for _ in range(5)],
-                      "status": "grokked"})
-    m = L.measure(L.claim("forge.all_groups_grok"), T)
+def test_all_groups_grok_is_a_rate_over_the_groups():
+    # 13 groups x 5 seeds, all grokked: the interval over 13 groups reaches down to 0.75, below
+    # the band [0.9, 1]; no count of 13 groups could lie inside it: too few runs (36 groups)
+    c = L.claim("forge.all_groups_grok")
+
+    def frame(G):
+        return pd.DataFrame({"arm": "forge", "group": [f"G{i}" for i in range(G) for _ in
+                                                        range(5)], "status": "grokked"})
+
+    T = frame(13)
+    m = L.measure(c, T)
     assert m.value == 1.0 and m.ci[0] == pytest.approx(0.7529, abs=1e-3)
-    assert m.verdict == L.REPRODUCED
+    assert L.judge(c, m) == L.TOO_FEW and L.build.needed(c, m) == 36
+    assert L.judge(c, L.measure(c, frame(36))) == L.REPRODUCED
     T.loc[T["group"] == "G3", "status"] = "not_grokked"
-    m = L.measure(L.claim("forge.all_groups_grok"), T)
-    assert m.value == pytest.approx(60 / 65) and m.verdict == L.SAME_DIRECTION
+    m = L.measure(c, T)
+    assert m.value == pytest.approx(60 / 65) and "groups below 90%: G3" in m.detail
     T["status"] = "not_grokked"
-    assert L.measure(L.claim("forge.all_groups_grok"), T).verdict == L.OPPOSITE
+    # no run groks: [0, 0.25] lies below the null 0.5 (a rate that neither fails nor groks as a
+    # rule), on the other side from the paper's 1
+    assert L.judge(c, L.measure(c, T)) == L.OPPOSITE
