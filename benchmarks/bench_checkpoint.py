@@ -80,7 +80,7 @@ def largest(specs: list[str], top: int) -> list:
     """The `top` largest configs (parameters x seeds) of each gradient-trained family in the
     specs."""
     from grokray.checkpoint.hook import checkpoints_of
-    from grokray.models.registry import get_family
+    from grokray.families import get_family
     from grokray.sweep.spec import load_spec
     from grokray.tasks import make_task
 

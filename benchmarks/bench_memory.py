@@ -24,7 +24,7 @@ import torch
 torch.set_num_threads(int(sys.argv[5]))
 from grokray.config import TrialConfig
 from grokray.tasks import make_task
-import grokray.trainer.chunks as chunks
+import grokray.models.chunks as chunks
 from grokray.trial import run_trial
 if int(sys.argv[6]) > 0:
     chunks.TRAIN_LOGIT_BUDGET = chunks.CPU_CHUNK_BUDGET = int(sys.argv[6])

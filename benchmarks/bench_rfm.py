@@ -8,7 +8,7 @@ Both run the same math on the same split (float64, ridge 0, L = 2.5, centered AG
   distances, `np.linalg.solve`, the per-sample Jacobians as a dense [n, c, d] tensor from
   K^T @ (alpha (x) XM) (n^2 c d flops), the AGOP summed over small batches of samples, and
   `scipy.linalg.sqrtm` for the square root;
-- grokray: `grokray.models.rfm.RFM` (Cholesky, the grouped one-hot AGOP, eigh).
+- grokray: `grokray.rfm.model.RFM` (Cholesky, the grouped one-hot AGOP, eigh).
 Printed: wall and CPU seconds per iteration of each (median over iterations; CPU time is the
 steadier figure on a shared machine), the ratios, and the relative difference of the final M
 (they must agree). Target: grokray <= 0.4 s/iter at p = 61.
@@ -25,7 +25,7 @@ import numpy as np
 import scipy.linalg
 import torch
 
-from grokray.models.rfm import RFM, one_hot_pairs
+from grokray.rfm.model import RFM, one_hot_pairs
 
 
 def plain_rfm(Xtr, Ytr, Xva, Yva, iters, L=2.5, batch=2):

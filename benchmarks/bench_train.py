@@ -48,10 +48,10 @@ from roofline import GemmCounter, cube_rate, gemm_seconds, sgemm_rates
 from torch import nn
 
 from grokray.config import TrialConfig
+from grokray.models import chunks
 from grokray.models.mlp import ACTS, hidden_width
 from grokray.optim import lambda_alg
 from grokray.tasks import Task, make_task, split
-from grokray.trainer import chunks
 from grokray.trial import run_trial
 
 STEPS = {"mlp": 200, "forge": 200, "transformer": 6}
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clock", choices=sorted(roofline.CLOCKS), default="cpu",
                     help="time runs and sgemms in process CPU seconds (default) or wall seconds")
     ap.add_argument("--cpu-chunk-budget", type=int, default=None, metavar="N",
-                    help="grokray's CPU chunk budget (grokray.trainer.chunks.CPU_CHUNK_BUDGET: "
+                    help="grokray's CPU chunk budget (grokray.models.chunks.CPU_CHUNK_BUDGET: "
                          "floats of logits and per-pair buffers in one chunk; default: the "
                          "trainer's)")
     ap.add_argument("--quick", action="store_true", help="fewer steps and one repeat")

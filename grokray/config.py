@@ -21,14 +21,17 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
 
+from grokray import families as registry
 from grokray import fields, yamlsafe
 from grokray.errors import ConfigError
 from grokray.fields import at_least, choice, positive
-from grokray.models import registry
-from grokray.models.activations import ACTIVATIONS
 from grokray.tasks import canonical_names
 
 # ----------------------------------------------------------------------------------- sections
+
+ACTIVATIONS = ("relu", "gelu", "tanh", "silu", "quadratic", "identity")
+"""the valid hidden-layer activation names (config choices); grokray.models.activations holds
+the function of each"""
 
 
 @dataclass
@@ -169,7 +172,7 @@ SHARED_SECTIONS: dict[str, type] = {
     "resume": ResumeConfig,
 }
 """the sections every family may read; each family's own section is declared beside its model
-and registered with it (grokray.models.registry)"""
+and registered with it (grokray.families)"""
 
 
 class _Sections(Mapping):

@@ -24,8 +24,8 @@ from typing import Any
 
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError, error_line
+from grokray.families import get_family
 from grokray.groups import parse
-from grokray.models.registry import get_family
 from grokray.result import TrialResult
 from grokray.tasks import canonical_names
 from grokray.trial import pack_trainer_of, run_trial, start_run

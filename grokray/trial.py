@@ -21,7 +21,7 @@ from grokray.checkpoint import Unusable, first_checkpoint_s
 from grokray.checkpoint.restore import Restored, restore
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError, error_line
-from grokray.models.registry import TRAINING, Family
+from grokray.families import TRAINING, Family
 from grokray.result import TrialResult
 from grokray.trainer.resume import Resumed, load
 from grokray.trialrun import ProgressFn, TrialRun
@@ -29,7 +29,7 @@ from grokray.trialrun import ProgressFn, TrialRun
 PROTOCOLS: dict[str, tuple[Callable[[TrialRun], None], Callable[[list[TrialRun]], None]]] = {
     "gradient": (trainer.train, trainer.train_pack),
 }
-"""training protocol (`Family.train`, one of grokray.models.registry.TRAINING) -> (train one
+"""training protocol (`Family.train`, one of grokray.families.TRAINING) -> (train one
 trial, train a pack of trials of one shape)"""
 assert set(PROTOCOLS) == set(TRAINING)
 

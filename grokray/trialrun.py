@@ -19,7 +19,7 @@ import torch
 
 from grokray.config import TrialConfig
 from grokray.errors import ConfigError
-from grokray.models.registry import get_family
+from grokray.families import get_family
 from grokray.result import CURVE_COLUMNS, SeedResult, TrialResult
 from grokray.tasks import make_task, split
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from grokray.models.registry import get_family
+from grokray.families import get_family
 
 
 @dataclass

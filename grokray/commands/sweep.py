@@ -140,7 +140,7 @@ def auto_shapes(spec) -> list[dict]:  # noqa: ANN001 - SweepSpec (kept lazy)
     """The numbers `model.d` / `model.rank: auto` resolve to, per distinct shape: {"d", "rank",
     "configs", "groups"}, over the configs whose family reads them (FORGE, the matched MLP)."""
     # lazy: loads torch, kept out of `grokray --help`
-    from grokray.models import registry
+    from grokray import families as registry
 
     big = spec.search is not None or spec.n_points > AUTO_SHOWN_MAX
     shapes: dict[tuple[int, int], dict] = {}

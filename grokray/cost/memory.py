@@ -7,7 +7,7 @@ An estimate, on the high side, of what the trainer holds at its peak (a training
   with momentum 1), the Grokfast filter's state and its output buffers (EMA 2 tensors, MA the
   window + 2), each the size of the parameters;
 - the activations of one chunk of training pairs: on CUDA the trainer takes chunks of
-  TRAIN_LOGIT_BUDGET logits over all members (`grokray.trainer.chunks.chunk_pairs`), so a
+  TRAIN_LOGIT_BUDGET logits over all members (`grokray.models.chunks.chunk_pairs`), so a
   chunk holds members x pairs x (classes + the model's per-pair floats) values, `ACT_COPIES`
   times (the forward buffers, their gradients, the softmax);
 - FORGE's algebra losses on top: the exact L_assoc form's n^3 buffer (`models.assoc.FORMS`)
@@ -70,8 +70,8 @@ def _forge_aux(cfg: Any, n: int, members: int) -> int:  # noqa: ANN401
 def pack_bytes(cfg: Any, members: int) -> int:  # noqa: ANN401 - TrialConfig
     """Estimated peak device bytes of a pack of `members` members of `cfg`'s shape on CUDA."""
     from grokray.cost.work import shape
-    from grokray.models.registry import get_family
-    from grokray.trainer.chunks import TRAIN_LOGIT_BUDGET
+    from grokray.families import get_family
+    from grokray.models.chunks import TRAIN_LOGIT_BUDGET
 
     s = shape(cfg)
     params = get_family(cfg.arch).model.count_params(cfg, s.n_in, s.n_out)

@@ -23,9 +23,9 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from grokray.families import Family
 from grokray.fields import at_least, choice, positive
 from grokray.hamiltonian.train import HamConfig, reference_drift, run_seed
-from grokray.models.registry import Family
 from grokray.result import SeedResult
 from grokray.threads import torch_threads
 

@@ -1,10 +1,12 @@
 """Model families, seed-batched, and the helpers they share.
 
-Each family is one file (mlp.py, forge.py, transformer.py, rfm.py) holding its model, its config
-section and its `FAMILY`, registered by one line in `registry.BUILTIN`
-(see docs/architecture.md, "Adding an architecture"). A gradient-trained model implements
-`protocol.Model` (subclassing `protocol.BaseModel`, which gives the optional members defaults):
-the trainer and the metrics use nothing else. A model holds S seeds at once,
+Each gradient-trained family is one file (mlp.py, forge.py, transformer.py) holding its model,
+its config section and its `FAMILY`, registered by one line in `grokray.families.BUILTIN`
+(see docs/architecture.md, "Adding an architecture"); a family that trains its own way has a
+package of its own (grokray/rfm/, grokray/hamiltonian/). chunks.py sizes the chunks of pairs a
+model's logits are computed in (the trainer's and `grokray recompute`'s). A gradient-trained
+model implements `protocol.Model` (subclassing `protocol.BaseModel`, which gives the optional
+members defaults): the trainer and the metrics use nothing else. A model holds S seeds at once,
 every parameter stacked along a leading seed dimension, and is built as
 
     model = get_model(arch)(cfg, n_in, n_out, seeds, device, dtype)
@@ -18,7 +20,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from grokray.errors import ConfigError
-from grokray.models.registry import get_family
+from grokray.families import get_family
 
 
 def get_model(arch: str) -> type:

@@ -1,10 +1,16 @@
-"""Hidden-layer activations shared by every model family: name -> elementwise function."""
+"""Hidden-layer activations shared by every model family: name -> elementwise function.
+
+The names are the config's choices (grokray.config.ACTIVATIONS); this table gives each its
+function, in the same order.
+"""
 
 from __future__ import annotations
 
 import torch
 
-ACTS = {
+from grokray.config import ACTIVATIONS
+
+_FUNCTIONS = {
     "relu": torch.relu,
     "gelu": torch.nn.functional.gelu,
     "tanh": torch.tanh,
@@ -12,5 +18,6 @@ ACTS = {
     "quadratic": torch.square,
     "identity": lambda x: x,
 }
-ACTIVATIONS = tuple(ACTS)
-"""the valid activation names (config choices)"""
+ACTS = {name: _FUNCTIONS[name] for name in ACTIVATIONS}
+"""activation name -> function, for every config choice (a name without a function fails here,
+at import)"""

@@ -36,6 +36,7 @@ import torch
 from grokray.config import MODEL_AUTO, TrialConfig
 from grokray.cprank.faithful import smallest_faithful
 from grokray.errors import ConfigError
+from grokray.families import Family
 from grokray.fields import choice, positive
 from grokray.groups import get_group
 from grokray.models import (
@@ -49,7 +50,6 @@ from grokray.models import (
 from grokray.models.assoc import assoc_exact, assoc_form, assoc_sampled, dad
 from grokray.models.fused import Workspace, forge_loss, ident_inv
 from grokray.models.protocol import BaseModel
-from grokray.models.registry import Family
 from grokray.optim.schedules import lambda_alg
 
 

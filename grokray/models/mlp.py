@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from grokray.families import Family, get_family
 from grokray.models import fan_in_bound, gather_rows, normal, stack_init, uniform
 from grokray.models.activations import ACTS
 from grokray.models.fused import Workspace, mlp_loss
 from grokray.models.protocol import BaseModel
-from grokray.models.registry import Family, get_family
 
 if TYPE_CHECKING:  # pragma: no cover
     from grokray.config import TrialConfig

@@ -55,12 +55,12 @@ import torch
 import torch.nn.functional as F
 
 from grokray.errors import ConfigError
+from grokray.families import Family
 from grokray.fields import choice, positive
 from grokray.models import gather_rows, normal, stack_init
 from grokray.models.activations import ACTIVATIONS, ACTS
 from grokray.models.ops import seed_cross_entropy
 from grokray.models.protocol import BaseModel, chunked_losses
-from grokray.models.registry import Family
 
 if TYPE_CHECKING:  # pragma: no cover
     from grokray.config import TrialConfig

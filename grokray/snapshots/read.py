@@ -23,12 +23,12 @@ import torch
 from grokray import reader
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError, SchemaError
+from grokray.families import get_family
 from grokray.metrics.mechanism import MetricInputs
-from grokray.models.registry import get_family
+from grokray.models.chunks import LOGIT_BUDGET, chunk_pairs
 from grokray.schema import ID_COLUMNS
 from grokray.snapshots.record import to_tensor
 from grokray.tasks import Task, make_task, pred_table, split
-from grokray.trainer.chunks import LOGIT_BUDGET, chunk_pairs
 
 __all__ = ["LoadedModel", "SeedSnapshots", "Snapshot", "load_model", "load_snapshots"]
 

@@ -36,7 +36,7 @@ import pandas as pd
 from grokray import reader
 from grokray.config import TrialConfig
 from grokray.evals import EvalSchedule
-from grokray.models.registry import get_family
+from grokray.families import get_family
 from grokray.optim.schedules import lambda_alg, lr_at
 from grokray.snapshots import STATE
 from grokray.sweep.store import SNAPSHOTS, TRIALS, current_identity

@@ -50,8 +50,8 @@ from rich.progress import (
 from grokray import reader
 from grokray.config import TrialConfig
 from grokray.errors import GrokrayError, error_line
+from grokray.families import get_family
 from grokray.metrics.registry import get_metric
-from grokray.models.registry import get_family
 from grokray.schema import (
     RECOMPUTED,
     RECOMPUTED_KEY_COLUMNS,

@@ -48,8 +48,8 @@ from typing import Any
 from grokray import yamlsafe
 from grokray.config import SECTIONS, TrialConfig, get_key, misread_problems, text_field, valid_keys
 from grokray.errors import ConfigError, GrokrayError, SpecError
+from grokray.families import families
 from grokray.groups import parse as parse_group
-from grokray.models.registry import families
 from grokray.reader import join_uri
 from grokray.sweep.search import (
     DISTRIBUTIONS,
@@ -682,7 +682,7 @@ def group_problem(name: str) -> str | None:
 
 
 def arch_problem(arch: str) -> str | None:
-    """Why `arch` is not a registered model family (grokray.models.registry), or None."""
+    """Why `arch` is not a registered model family (grokray.families), or None."""
     have = families()
     if arch in have:
         return None

@@ -36,7 +36,9 @@ Its parts, one job each:
     resume.py          a continued run: what it picks up read back (`load`), its end state
                        restored and its earlier evals replayed
     minibatches.py     `MiniBatches`: each member's shuffled mini-batches and their stream
-    chunks.py          `chunk_pairs` and the logit budgets (shared with `grokray recompute`)
+
+The pairs per logits chunk and their budgets are grokray.models.chunks (`grokray recompute`'s
+rebuilt models split their pairs by the same rule).
 """
 
 from grokray.trainer.loop import Training, train, train_pack

@@ -22,10 +22,10 @@ from grokray.metrics.mechanism import (
 )
 from grokray.metrics.norms import weight_norms
 from grokray.models import seed_generator
+from grokray.models.chunks import LOGIT_BUDGET
 from grokray.models.fused import nll_rows_
 from grokray.optim import lr_at
 from grokray.tasks import pred_table
-from grokray.trainer.chunks import LOGIT_BUDGET
 from grokray.trainer.stack import Stack
 from grokray.trialrun import TrialRun
 

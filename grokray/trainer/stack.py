@@ -11,10 +11,10 @@ from typing import Any
 import torch
 
 from grokray.config import TrialConfig
+from grokray.models.chunks import chunk_pairs
 from grokray.models.protocol import Model
 from grokray.optim import make_filter, make_optimizer
 from grokray.tasks import Task
-from grokray.trainer.chunks import chunk_pairs
 from grokray.trainer.minibatches import MiniBatches
 from grokray.trialrun import TrialRun
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import torch
 
+from grokray.models import chunks
 from grokray.optim import lr_at
-from grokray.trainer import chunks
 from grokray.trainer.stack import Stack
 
 

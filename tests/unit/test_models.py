@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from grokray.config import TrialConfig
+from grokray.families import families
 from grokray.models import get_model
 from grokray.models.forge import Forge
 from grokray.models.mlp import MLP, mlp_params
-from grokray.models.registry import families
 
 torch.set_num_threads(1)  # tiny tensors: extra threads only contend on a shared CPU
 
@@ -180,7 +180,7 @@ def test_activation_names_are_one_list():
 
 def test_families_name_a_training_protocol_the_trial_resolves():
     from grokray import trainer
-    from grokray.models.registry import Family, get_family, register
+    from grokray.families import Family, get_family, register
     from grokray.trial import pack_trainer_of, trainer_of
 
     mlp, tr, rfm = get_family("mlp"), get_family("transformer"), get_family("rfm")

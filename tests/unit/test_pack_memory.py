@@ -6,7 +6,7 @@ import torch
 
 from grokray.config import TrialConfig
 from grokray.cost.memory import members_that_fit, pack_bytes, pair_floats
-from grokray.models.registry import get_family
+from grokray.families import get_family
 from grokray.sweep.executors import packing
 from grokray.sweep.executors.calls import worker_calls
 from grokray.sweep.executors.packing import (

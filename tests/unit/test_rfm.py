@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from grokray.metrics.circulant import feature_circulant_deviation
-from grokray.models.rfm import (
+from grokray.rfm.model import (
     KERNELS,
     RFM,
     agop,

@@ -17,7 +17,7 @@ import torch
 
 from grokray.cli import main
 from grokray.config import TrialConfig
-from grokray.models.registry import get_family, register
+from grokray.families import get_family, register
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 
@@ -40,7 +40,7 @@ FAMILY = bilinear.FAMILY
 def _registered():
     register(FAMILY)
     yield
-    from grokray.models import registry
+    from grokray import families as registry
 
     registry._FAMILIES.pop("bilinear", None)
 

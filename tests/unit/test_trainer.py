@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-import grokray.trainer.chunks
+import grokray.models.chunks
 import grokray.trainer.loop
 from grokray.config import OptimConfig, TrialConfig
 from grokray.metrics.grokking import GrokDetector
@@ -179,7 +179,7 @@ def test_rfm_runs_through_the_shared_runner():
 def test_chunked_gradient_accumulation_equals_one_batch(monkeypatch, arch):
     whole = run_trial(_cfg(arch=arch)).curves
     # S=3, |S3|=6: chunks of 5
-    monkeypatch.setattr(grokray.trainer.chunks, "TRAIN_LOGIT_BUDGET", 3 * 6 * 5)
+    monkeypatch.setattr(grokray.models.chunks, "TRAIN_LOGIT_BUDGET", 3 * 6 * 5)
     chunked = run_trial(_cfg(arch=arch)).curves
     for c in CURVE:
         torch.testing.assert_close(torch.tensor(chunked[c].to_numpy(dtype=float)),

@@ -1,5 +1,6 @@
 """The model-family registry: arch name -> `Family` (its model, how it trains, and its config
-section).
+section). A leaf (it imports only grokray.errors; its built-in families by name, on first use),
+so the config, the trial runner and every family can read it.
 
 A family is declared beside its model, at the end of its own file:
 
@@ -7,12 +8,14 @@ A family is declared beside its model, at the end of its own file:
                     config=ForgeConfig)
 
 `train` names a training protocol (`TRAINING`; grokray.trial resolves it to its trainer, so a
-model file never imports one) or is a function of the family's own (RFM's kernel fit).
+model file never imports one) or is a function of the family's own (RFM's kernel fit,
+grokray/rfm/family.py; the Hamiltonian step maps, grokray/hamiltonian/family.py).
 
-and registered by one line in `BUILTIN` (arch name -> module, imported on first use), or at
-run time by `register(FAMILY)` (e.g. a family defined in a test or a notebook). The config reads
-each registered family's section (`forge.lambda_alg`), and a trial's identity covers only the
-sections its family reads (`Family.reads`): common fields, the shared sections it names, its own.
+A family is registered by one line in `BUILTIN` (arch name -> module, imported on first use),
+or at run time by `register(FAMILY)` (e.g. a family defined in a test or a notebook). The
+config reads each registered family's section (`forge.lambda_alg`), and a trial's identity
+covers only the sections its family reads (`Family.reads`): common fields, the shared sections
+it names, its own.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ BUILTIN: dict[str, str] = {
     "mlp": "grokray.models.mlp",
     "forge": "grokray.models.forge",
     "transformer": "grokray.models.transformer",
-    "rfm": "grokray.models.rfm",
+    "rfm": "grokray.rfm.family",
     "hamiltonian": "grokray.hamiltonian.family",
 }
 """arch name -> module that defines `FAMILY` (one line per built-in family)"""
