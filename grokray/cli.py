@@ -1,5 +1,6 @@
 """The one `grokray` command: `run | sweep | status | groups | cprank | analyze | dashboard |
-reproduce | recompute | specs | slurm`.
+reproduce | recompute | specs | slurm`, and the sweep service's `serve | submit | queue | show |
+cancel | hold | release | priority | users`.
 
 Each subcommand lives in its own module exposing `add_parser(subparsers)` (which registers the
 subcommand and sets `func`) and a `main(args) -> int`. This file only wires them together, so
@@ -29,6 +30,15 @@ COMMANDS = {
     "recompute": "grokray.commands.recompute",
     "specs": "grokray.commands.specs",
     "slurm": "grokray.commands.slurm",
+    "serve": "grokray.commands.serve",
+    "submit": "grokray.commands.submit",
+    "queue": "grokray.commands.queue",
+    "show": "grokray.commands.show",
+    "cancel": "grokray.commands.cancel",
+    "hold": "grokray.commands.hold",
+    "release": "grokray.commands.release",
+    "priority": "grokray.commands.priority",
+    "users": "grokray.commands.users",
 }
 
 

@@ -103,13 +103,14 @@ def path_of(rel: str) -> Path:
     return entry.path
 
 
-def resolve(arg: str, kind: str) -> str:
+def resolve(arg: str, kind: str, *, files: bool = True) -> str:
     """The file `arg` means for a command reading a `kind` (SWEEP or RUN): the file itself when
     it exists, else the shipped file of that name; a user error (one line: what is shipped)
-    when neither, or when the name is a shipped file of the other kind."""
+    when neither, or when the name is a shipped file of the other kind. `files=False`: shipped
+    names only, never a file of this machine (what the sweep service resolves for a client)."""
     from grokray.errors import ConfigError, SpecError
 
-    if os.path.exists(arg):
+    if files and os.path.exists(arg):
         return arg
     error = SpecError if kind == SWEEP else ConfigError
     entry = find(arg)

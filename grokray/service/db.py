@@ -1,5 +1,6 @@
 """The service's database: its tables (SQLAlchemy 2 models) and `connect`, which opens a
-database by URL and brings its schema to the newest Alembic migration (grokray/service/migrations/).
+database by URL and brings its schema to the newest Alembic migration
+(grokray/service/migrations/).
 
 An SQLite file is the embedded default (`grokray serve` with no flags: `sqlite:///PATH`);
 a lab gives PostgreSQL (`postgresql://user@host/db`, through psycopg). Every table is created by

@@ -1,0 +1,112 @@
+"""The sweep service for its tests: in this process on a thread (`in_thread`, real HTTP on a
+loopback port), or as a `grokray serve` process (`Process`, to be SIGKILLed)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+from grokray.service.api import Settings, make_app
+from grokray.service.state import State
+
+
+@contextlib.contextmanager
+def in_thread(db: str, store: str, **settings) -> Iterator[tuple[str, State]]:
+    """(the service's URL, its State) while an API server over `db` answers on 127.0.0.1."""
+    from aiohttp import web
+
+    st = State.open(db)
+    app = make_app(st, Settings(store, **settings))
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    box: dict = {}
+
+    async def start() -> None:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+        await site.start()
+        box["runner"] = runner
+        box["port"] = site._server.sockets[0].getsockname()[1]
+        ready.set()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(start())
+        loop.run_forever()
+
+    t = threading.Thread(target=run, name="service-under-test", daemon=True)
+    t.start()
+    assert ready.wait(30), "the test service did not start"
+    try:
+        yield f"http://127.0.0.1:{box['port']}", st
+    finally:
+        asyncio.run_coroutine_threadsafe(box["runner"].cleanup(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        t.join(30)
+        st.close()
+
+
+def call(url: str, method: str = "GET", token: str | None = None, body: bytes | None = None,
+         headers: dict | None = None, timeout: float = 60) -> tuple[int, dict]:
+    """(status, JSON) of one raw HTTP request (errors included)."""
+    hdrs = dict(headers or {})
+    if token is not None:
+        hdrs["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(url, data=body, method=method, headers=hdrs)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+class Process:
+    """`grokray serve --no-runner` as a process on a free port (`url`); `kill()` SIGKILLs it."""
+
+    def __init__(self, db: str, store: str, log: str, extra: tuple[str, ...] = ()) -> None:
+        self.db, self.store, self.log, self.extra = db, store, log, extra
+        self.proc: subprocess.Popen | None = None
+        self.url = ""
+
+    def start(self, timeout: float = 120) -> str:
+        out = open(self.log, "a")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "grokray.cli", "serve", "--db", self.db, "--store",
+             self.store, "--port", "0", "--no-runner", *self.extra],
+            stdout=subprocess.PIPE, stderr=out, text=True, env={**os.environ})
+        deadline = time.monotonic() + timeout
+        line = ""
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            m = re.search(r"listening on (http://\S+)", line)
+            if m:
+                self.url = m.group(1)
+                return self.url
+            if self.proc.poll() is not None:
+                break
+        raise AssertionError(f"grokray serve did not start: {line!r}; log {self.log}")
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(30)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill()
