@@ -95,7 +95,7 @@ def test_the_same_idempotency_key_makes_one_sweep(service):
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
-    for p, c in zip("abcdefgh", "bcdefghi")) + "name: bomb\n"
+    for p, c in zip("abcdefgh", "bcdefghi", strict=True)) + "name: bomb\n"
 
 
 @pytest.mark.parametrize("text", [
