@@ -3,7 +3,8 @@
 `grokray.load(OUT)`, `grokray.load_snapshots(OUT)` and `grokray.load_model(OUT, config_hash,
 seed, step)` read a sweep back (grokray_analysis.load; grokray/snapshots/read.py);
 `grokray.recompute(OUT, metric)` computes a metric at every snapshot (grokray/sweep/recompute.py)
-and `grokray.register_metric` registers one of your own (grokray/metrics/registry.py). Each is
+and `grokray.register_metric` registers one of your own (grokray/metrics/registry.py);
+`grokray.SweepDriver(spec)` runs a sweep in this process (grokray/sweep/driver.py). Each is
 imported on first use, so `import grokray` stays cheap.
 """
 
@@ -21,6 +22,8 @@ _LAZY = {"load": "grokray_analysis.load", "load_model": "grokray.snapshots.read"
 _LAZY.update({"metric_names": "grokray.metrics.registry",
               "fourier_mass": "grokray.metrics.spectra", "key_modes": "grokray.metrics.spectra",
               "to_tensor": "grokray.snapshots"})
+# the sweep driver: run a sweep in this process (docs/api.md)
+_LAZY["SweepDriver"] = "grokray.sweep.driver"
 __all__ = sorted(_LAZY)
 
 

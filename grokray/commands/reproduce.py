@@ -36,9 +36,7 @@ from grokray.commands.sweep import (
     command_line,
     describe,
     pack_setting,
-    run_sweep,
-    sweep_lock,
-    sweep_writer,
+    print_event,
 )
 from grokray.errors import GrokrayError
 from grokray.sweep.interrupt import on_signals
@@ -178,8 +176,8 @@ def main(args: argparse.Namespace) -> int:
                 rec = _run_sweep(spec, session, args, progress)
                 if rec is not None:
                     timings.append(rec)
-    except KeyboardInterrupt:  # the running sweep recorded itself; its finished trials are kept
-        code = signals.exit_code
+    except KeyboardInterrupt as exc:  # the running sweep recorded itself; its trials are kept
+        code = exc.exit_code if isinstance(exc, Stopped) else signals.exit_code
         stopped = (f"interrupted during {progress.name or 'the start'}: run the same command "
                    "to resume (finished trials are on disk)")
     return _finish(args, timings, stopped, code)
@@ -187,39 +185,53 @@ def main(args: argparse.Namespace) -> int:
 
 def _run_sweep(spec: Any, session: Any, args: argparse.Namespace,  # noqa: ANN401
                progress: LedgerProgress) -> dict[str, Any] | None:
-    """Run one sweep's missing trials under its writer lock; its timing record (None when it
-    had nothing to run)."""
+    """Run one sweep's missing trials through the sweep driver (under its writer lock); its
+    timing record (None when it had nothing to run). A stopped sweep records itself, then
+    raises KeyboardInterrupt with the stop's exit code (`exit_code`)."""
     # lazy: loads torch and pandas, kept out of `grokray --help`
-    from grokray.sweep.plan import make_plan
+    from grokray.sweep.driver import SweepDriver
+    from grokray.sweep.events import SweepStarted
+    from grokray.sweep.progress import DisplaySubscriber
 
-    with sweep_lock(spec.sweep_dir, command_line("reproduce")):
-        plan = make_plan(spec)
-        print(describe(plan), flush=True)
-        if not plan.n_todo_trials:
-            print(f"sweep {spec.name}: nothing to run, every (config, seed) has a row",
-                  flush=True)
-            return None
-        rec: dict[str, Any] = {
-            "sweep": spec.name, "spec": _spec_name(spec.path),
-            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "load_start": load_avg(), "trials_todo": plan.n_todo_trials,
-            **model_record(progress.estimates[progress.k - 1]),
-        }
-        t0 = time.perf_counter()
-        writer = sweep_writer(plan, plain=args.plain, context=progress.line)
-        try:
-            run_sweep(plan, writer, session, pack_setting(args))
-        except KeyboardInterrupt:
-            _record(rec, writer, time.perf_counter() - t0, interrupted=True)
-            _append_times(args.out, rec)
-            raise
-    _record(rec, writer, time.perf_counter() - t0, interrupted=False)
+    rec: dict[str, Any] = {}
+    t0 = [time.perf_counter()]
+
+    def started(event: Any) -> None:  # noqa: ANN401 - a SweepEvent
+        if isinstance(event, SweepStarted) and event.plan.n_todo_trials:
+            rec.update({
+                "sweep": spec.name, "spec": _spec_name(spec.path),
+                "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "load_start": load_avg(), "trials_todo": event.plan.n_todo_trials,
+                **model_record(progress.estimates[progress.k - 1]),
+            })
+            t0[0] = time.perf_counter()
+
+    driver = SweepDriver(spec, pack=pack_setting(args), holder=command_line("reproduce"))
+    driver.subscribe(print_event)
+    driver.subscribe(started)
+    driver.subscribe(DisplaySubscriber(plain=args.plain, context=progress.line))
+    outcome = driver.run(session)
+    if outcome.state == "nothing_to_run":
+        print(f"sweep {spec.name}: nothing to run, every (config, seed) has a row", flush=True)
+        return None
+    stopped = outcome.state == "stopped"
+    _record(rec, outcome.written, time.perf_counter() - t0[0], interrupted=stopped)
     _append_times(args.out, rec)
-    failed = sum(o.error is not None for o in writer.outcomes)
+    if stopped:
+        raise Stopped(outcome.exit_code)
     print(f"sweep {spec.name}: {rec['trials']} trials in {rec['wall_s']:.0f} s wall, "
           f"{rec['trial_cpu_s']:.0f} CPU s in trials (longest trial {rec['max_trial_cpu_s']:.0f} "
-          f"CPU s); {failed} failed; load {rec['load_start']} -> {rec['load_end']}", flush=True)
+          f"CPU s); {outcome.failed} failed; load {rec['load_start']} -> {rec['load_end']}",
+          flush=True)
     return rec
+
+
+class Stopped(KeyboardInterrupt):
+    """A sweep of the ledger was stopped (a signal its driver handled): the ledger stops too."""
+
+    def __init__(self, exit_code: int):
+        super().__init__(exit_code)
+        self.exit_code = exit_code
 
 
 def _spec_file(rel: str) -> str:
@@ -236,10 +248,11 @@ def _spec_name(path: str) -> str:
         else path
 
 
-def _record(rec: dict[str, Any], writer: Any, wall: float, *, interrupted: bool) -> None:  # noqa: ANN401
-    cpu = [getattr(o, "cpu_s", 0.0) for o in writer.outcomes]
-    rec.update(wall_s=round(wall, 1), trials=len(writer.outcomes),
-               failed=sum(o.error is not None for o in writer.outcomes),
+def _record(rec: dict[str, Any], written: list[Any], wall: float, *,  # noqa: ANN401
+            interrupted: bool) -> None:
+    cpu = [getattr(o, "cpu_s", 0.0) for o in written]
+    rec.update(wall_s=round(wall, 1), trials=len(written),
+               failed=sum(o.error is not None for o in written),
                trial_cpu_s=round(sum(cpu), 1), max_trial_cpu_s=round(max(cpu, default=0.0), 1),
                load_end=load_avg(), interrupted=interrupted)
 

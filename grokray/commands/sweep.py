@@ -1,24 +1,19 @@
-"""`grokray sweep SPEC`: run a sweep spec on Ray (or in process), results to Parquet; and the
-steps of running one sweep plan that `grokray reproduce` shares (`sweep_lock`, `sweep_writer`,
-`run_sweep`)."""
+"""`grokray sweep SPEC`: run a sweep spec on Ray (or in process), results to Parquet, through
+the sweep driver (grokray.sweep.driver); and the plan's description and `--pack`, which
+`grokray reproduce` and `grokray slurm` share."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
 import sys
-from collections.abc import Iterator
 
 from grokray import shipped
 from grokray.commands.status import render_status
 from grokray.errors import GrokrayError
-from grokray.slurm import EXIT_MORE_TO_DO, EXIT_NO_PROGRESS
-from grokray.slurm.deadline import ask_checkpoints, from_env, progress
-from grokray.sweep.interrupt import on_signals
-from grokray.sweep.lock import WriterLock
+from grokray.slurm.deadline import from_env
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -223,9 +218,7 @@ def main(args: argparse.Namespace) -> int:
     store.check_writable(spec.sweep_dir, create=not args.dry_run)
     if args.dry_run:
         return _dry_run(spec, args)
-
-    with sweep_lock(spec.sweep_dir, command_line("sweep")):
-        return _run(spec, args)
+    return _run(spec, args)
 
 
 def command_line(name: str) -> str:
@@ -234,39 +227,16 @@ def command_line(name: str) -> str:
     return f"grokray {name} " + " ".join(argv)
 
 
-@contextlib.contextmanager
-def sweep_lock(sweep_dir: str, command: str) -> Iterator[None]:
-    """Hold the sweep dir's writer lock (`WriterLock`); its take-over notice to stderr."""
-    with WriterLock(sweep_dir, command) as lock:
-        if lock.notice:
-            print(lock.notice, file=sys.stderr, flush=True)
-        yield
-
-
-def sweep_writer(plan, *, plain: bool, context=None):  # noqa: ANN001, ANN201 - lazy types
-    """The one writer of `plan`'s results, with its progress display (`context`: a callable
-    whose line goes under the progress, e.g. the ledger's)."""
+def print_event(event) -> None:  # noqa: ANN001 - grokray.sweep.events.SweepEvent (kept lazy)
+    """The CLI's subscriber to the sweep driver: the plan's description when it is made, and
+    each notice (a warning or a stop's report on stderr)."""
     # lazy: loads torch and pandas, kept out of `grokray --help`
-    from grokray.sweep.progress import Display
-    from grokray.sweep.writer import Writer
+    from grokray.sweep.events import Notice, SweepStarted
 
-    display = Display(plan.n_todo_trials, plan.todo_seed_steps, title=plan.spec.name,
-                      live=False if plain else None, keys=plan.spec.swept_keys, context=context)
-    return Writer(plan, display)
-
-
-def run_sweep(plan, writer, session, pack: int | None = 1) -> None:  # noqa: ANN001 - lazy types
-    """Run one sweep plan's missing trials on the executor `session` gives (in process without
-    one), the progress display live, each finished trial written by `writer` as it ends (also
-    what came back before an interrupt); `pack`: configs per pack (1: off, None: auto). Call it
-    holding the sweep's `sweep_lock`."""
-    # lazy: loads torch and pandas, kept out of `grokray --help`
-    from grokray.sweep.executors.factory import make_executor
-    from grokray.sweep.writer import run_plan
-
-    with writer.display:
-        run_plan(plan, make_executor(plan.spec, plan.run_id, session, pack), writer.display,
-                 writer)
+    if isinstance(event, SweepStarted):
+        print(describe(event.plan), flush=True)
+    elif isinstance(event, Notice):
+        print(event.line, file=sys.stderr if event.err else sys.stdout, flush=True)
 
 
 def _dry_run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
@@ -295,61 +265,31 @@ def _dry_run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
 
 def _run(spec, args: argparse.Namespace) -> int:  # noqa: ANN001 - SweepSpec
     # lazy: loads torch and pandas, kept out of `grokray --help`
-    from grokray.sweep.plan import make_plan
+    from grokray.sweep.driver import SweepDriver
+    from grokray.sweep.progress import DisplaySubscriber
     from grokray.sweep.session import RaySession
-    from grokray.sweep.writer import trials_written
 
-    plan = make_plan(spec, rerun_failed=args.rerun_failed, force=args.force)
-    print(describe(plan), flush=True)
-    if not plan.n_todo_trials:
-        print("nothing to run: every (config, seed) has a row", flush=True)
-        _best(spec)
-        return _summary(spec.sweep_dir) if args.summary else 0
-
+    driver = SweepDriver(spec, rerun_failed=args.rerun_failed, force=args.force,
+                         pack=pack_setting(args), policy=slurm_deadline(),
+                         holder=command_line("sweep"))
+    driver.subscribe(print_event)
+    driver.subscribe(DisplaySubscriber(plain=args.plain))
     session = None if args.local else RaySession(args.address, args.num_cpus, args.num_gpus)
-    writer = sweep_writer(plan, plain=args.plain)
-    signals = on_signals()
-    logs = ""
-    deadline = slurm_deadline()  # in a Slurm job: only trials that can end before its limit
-    later: list = []
-    # a graceful stop (SIGTERM): running trials checkpoint while Ray still runs them
-    signals.on_term = lambda: _ask_checkpoints(deadline)
-    try:
-        with signals, session or contextlib.nullcontext():
-            signals.install()  # after Ray's start, which sets handlers of its own
-            try:
-                if deadline is None:
-                    run_sweep(plan, writer, session, pack_setting(args))
-                else:
-                    # the pace of trials that finish here scales the cost model's times
-                    # (not of packs: each config of one reports the whole pack's time)
-                    pack = pack_setting(args)
-                    later = deadline.run(plan, lambda part: run_sweep(
-                        part, writer, session, pack), session,
-                        (lambda: writer.outcomes) if pack == 1 else None)
-            finally:
-                if session is not None:  # asked while still connected: Ray's temp dir
-                    logs = session.logs_dir()
-    except KeyboardInterrupt:  # Interrupted, or Ray's re-raise of it
-        print(f"interrupted: {trials_written(plan)} trials written; run the same command to "
-              "resume", file=sys.stderr, flush=True)
-        if deadline is not None and writer.display.running:  # started, not written
-            n = len(writer.display.running)
-            print(f"grokray sweep: {n} trial{' was' if n == 1 else 's were'} cut short",
-                  file=sys.stderr, flush=True)
-        return _slurm_exit(plan, deadline, signals.exit_code)
-    if later:  # trials that could not finish before the Slurm job's time limit
-        print(deadline.later_line(later), file=sys.stderr, flush=True)
-
-        return _slurm_exit(plan, deadline, EXIT_MORE_TO_DO, later)
-    failed = sum(o.error is not None for o in writer.outcomes)
-    logs = f"; Ray's logs: {logs}" if logs else ""
-    print(f"sweep {spec.name}: {len(writer.outcomes)} trials written to {spec.sweep_dir} "
-          f"(run {plan.run_id}); {failed} failed{logs}", flush=True)
+    outcome = driver.run(session)
+    for line in outcome.messages:
+        print(line, file=sys.stderr, flush=True)
+    if outcome.state == "nothing_to_run":
+        print("nothing to run: every (config, seed) has a row", flush=True)
+    elif outcome.state == "done":
+        logs = f"; Ray's logs: {outcome.logs_dir}" if outcome.logs_dir else ""
+        print(f"sweep {spec.name}: {len(outcome.written)} trials written to {spec.sweep_dir} "
+              f"(run {outcome.plan.run_id}); {outcome.failed} failed{logs}", flush=True)
+    else:  # stopped, or trials left for the Slurm job's next allocation
+        return outcome.exit_code
     _best(spec)
     if args.summary:
         _summary(spec.sweep_dir)
-    return 0
+    return outcome.exit_code
 
 
 def slurm_deadline():  # noqa: ANN201 - grokray.slurm.deadline.Deadline | None
@@ -358,24 +298,6 @@ def slurm_deadline():  # noqa: ANN201 - grokray.slurm.deadline.Deadline | None
         return None
 
     return from_env()
-
-
-def _ask_checkpoints(deadline) -> None:  # noqa: ANN001 - Deadline | None
-    line = ask_checkpoints(deadline)
-    if line:
-        print(line, file=sys.stderr, flush=True)
-
-
-def _slurm_exit(plan, deadline, code: int, later=()) -> int:  # noqa: ANN001 - lazy types
-    """`code`, unless this Slurm allocation wrote nothing new: then one line and
-    EXIT_NO_PROGRESS, which the job's script does not requeue."""
-    if deadline is None:
-        return code
-
-    if progress(plan, deadline):
-        return code
-    print(deadline.no_progress_line(later), file=sys.stderr, flush=True)
-    return EXIT_NO_PROGRESS
 
 
 def _best(spec) -> None:  # noqa: ANN001 - SweepSpec

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from grokray.sweep.plan import Plan
 
 START_S = 60.0
 """seconds of an allocation before the first trial: Ray's head and workers joining (about
@@ -30,7 +33,7 @@ class AllocationFit:
         return max(1, math.ceil(wall_s / self.usable_s)) if wall_s > 0 else 0
 
 
-def fit(plan: Any, nodes: int, cpus_per_node: int | None, gpus_per_node: int,  # noqa: ANN401
+def fit(plan: Plan, nodes: int, cpus_per_node: int | None, gpus_per_node: int,
         time_s: int, signal_s: int) -> AllocationFit:
     """Price `plan` on `nodes` nodes of `cpus_per_node` CPUs (1 when not given: Slurm's default
     CPUs per task) and `gpus_per_node` GPUs."""

@@ -32,9 +32,15 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
-from grokray.slurm import allocation
+from grokray.slurm import EXIT_MORE_TO_DO, EXIT_NO_PROGRESS, allocation
+
+if TYPE_CHECKING:  # pragma: no cover
+    from grokray.config import TrialConfig
+    from grokray.sweep.driver import Slots
+    from grokray.sweep.outcome import Outcome
+    from grokray.sweep.plan import Plan
 
 OVERHEAD_S = 5.0
 """seconds a trial costs on top of the cost model's estimate (Tune's start, the write)"""
@@ -45,7 +51,7 @@ MIN_MEASURED_S = 2.0
 its time is mostly its start"""
 
 
-def model_seconds(cfg: Any, gpu: float = 0.0,  # noqa: ANN401 - TrialConfig
+def model_seconds(cfg: TrialConfig, gpu: float = 0.0,
                   steps: Sequence[int] | None = None, done: int = 0) -> float | None:
     """Cost-model seconds of `cfg` when its seeds run `steps` steps each (default: every seed to
     its budget less `done`, the steps a checkpoint already holds: the upper bound): CPU time at
@@ -68,14 +74,14 @@ def model_seconds(cfg: Any, gpu: float = 0.0,  # noqa: ANN401 - TrialConfig
     return c.cpu_s * ref / rate
 
 
-def trial_seconds(cfg: Any, gpu: float = 0.0, pace: float = 1.0) -> float | None:  # noqa: ANN401
+def trial_seconds(cfg: TrialConfig, gpu: float = 0.0, pace: float = 1.0) -> float | None:
     """Upper-bound seconds of `cfg` (every seed to its budget) at `pace` times the cost model's
     time, with a trial's start and write (`OVERHEAD_S`); None without a cost model."""
     s = model_seconds(cfg, gpu)
     return None if s is None else s * pace + OVERHEAD_S
 
 
-def measured_pace(outcome: Any, gpu: float = 0.0) -> float | None:  # noqa: ANN401 - Outcome
+def measured_pace(outcome: Outcome, gpu: float = 0.0) -> float | None:
     """A finished trial's wall time over the cost model's time for the steps it trained here
     (past a checkpoint or a continued start); None when it is no measurement: it failed, its
     family has no cost model, or the model prices it under MIN_MEASURED_S."""
@@ -96,7 +102,7 @@ def pace_of(measured: Sequence[float]) -> float:
     return max(1.0, statistics.median(measured)) if measured else 1.0
 
 
-def fitting(configs: Sequence[Any], seconds: Sequence[float | None], slots: int,  # noqa: ANN401
+def fitting(configs: Sequence[TrialConfig], seconds: Sequence[float | None], slots: int,
             left: float, needs: Sequence[float | None] | None = None,
             first: Collection[int] = ()) -> tuple[list[int], list[int]]:
     """Indices of `configs` that fit in `left` seconds on `slots` slots, laid as the executors
@@ -128,7 +134,7 @@ def lay_order(indices: Iterable[int], seconds: Sequence[float | None],
     return sorted(indices, key=lambda i: (i not in first, -(seconds[i] or 0.0)))
 
 
-def first_checkpoint_s(cfg: Any) -> float | None:  # noqa: ANN401 - TrialConfig
+def first_checkpoint_s(cfg: TrialConfig) -> float | None:
     """Seconds of trial time until a new trial of `cfg` checkpoints (None: it never does)."""
     try:
         from grokray.checkpoint.hook import first_checkpoint_s as first
@@ -140,7 +146,11 @@ def first_checkpoint_s(cfg: Any) -> float | None:  # noqa: ANN401 - TrialConfig
 @dataclasses.dataclass
 class Deadline:
     """When the driver must be done: `stop_at` (epoch seconds), the allocation's end less the
-    signal's lead."""
+    signal's lead. The sweep driver's scheduling policy in a Slurm job
+    (grokray.sweep.driver.SchedulingPolicy)."""
+
+    more_to_do_exit = EXIT_MORE_TO_DO
+    no_progress_exit = EXIT_NO_PROGRESS
 
     stop_at: float
     job: str
@@ -158,20 +168,22 @@ class Deadline:
     def pace(self) -> float:
         return pace_of(self.measured)
 
-    def learn(self, outcomes: Sequence[Any], gpu: float = 0.0) -> None:  # noqa: ANN401
+    def learn(self, outcomes: Sequence[Outcome], gpu: float = 0.0) -> None:
         """Take the pace of each finished trial of `outcomes` not yet seen."""
         for o in outcomes[self._seen:]:
             if (m := measured_pace(o, gpu)) is not None:
                 self.measured.append(m)
         self._seen = len(outcomes)
 
-    def run(self, plan: Any, run_part: Callable[[Any], None], session: Any,  # noqa: ANN401
-            outcomes: Callable[[], Sequence[Any]] | None = None) -> list[Any]:
-        """Run `plan`'s configs (`run_part(plan)` runs a plan: `grokray sweep`'s run_sweep) in
+    def run(self, plan: Plan, run_part: Callable[[Plan], None], session: Slots | None,
+            outcomes: Callable[[], Sequence[Outcome]] | None = None,
+            say: Callable[[str], None] = print) -> list[TrialConfig]:
+        """Run `plan`'s configs (`run_part(plan)` runs a part of it: the sweep driver's) in
         rounds of those that fit in the time left; the configs left for the next allocation
         (empty when everything ran). `outcomes` gives every trial finished so far in this
         allocation (the writer's), whose pace scales the estimates; without it the cost
-        model's times are used as they are. A search runs whole."""
+        model's times are used as they are; `say` tells the user of each round. A search
+        runs whole."""
         spec = plan.spec
         if spec.search is not None or session is None:
             run_part(plan)
@@ -187,7 +199,7 @@ class Deadline:
         needs = {c.config_hash(): None if (f := first_checkpoint_s(c)) is None
                  else f + OVERHEAD_S for c in todo}
         slots = session.slots(spec.cpu, spec.concurrency) if spec.gpu <= 0 else \
-            _gpu_slots(spec.gpu, spec.concurrency)
+            session.gpu_slots(spec.gpu, spec.concurrency)
         probe = outcomes is not None and any(v is not None for v in model.values())
         while todo:
             pace = self.pace()
@@ -205,14 +217,12 @@ class Deadline:
                 wave = lay_order(fits, secs, resumed)[:slots]
                 rest = sorted(set(rest) | (set(fits) - set(wave)))
                 now = [todo[i] for i in wave]
-                print(f"grokray sweep: {len(now)} of {len(todo)} trials first, to measure how "
-                      "fast trials run in this allocation; the rest are priced at that pace",
-                      flush=True)
+                say(f"grokray sweep: {len(now)} of {len(todo)} trials first, to measure how "
+                    "fast trials run in this allocation; the rest are priced at that pace")
             elif rest:
                 at = f" at {pace:.1f}x the cost model's time" if pace > 1.0 else ""
-                print(f"grokray sweep: {len(now)} of {len(todo)} trials can finish in the "
-                      f"{self.left() / 60:.1f} min left of this allocation{at}; the rest wait",
-                      flush=True)
+                say(f"grokray sweep: {len(now)} of {len(todo)} trials can finish in the "
+                    f"{self.left() / 60:.1f} min left of this allocation{at}; the rest wait")
             probe = False
             run_part(dataclasses.replace(plan, todo=now))
             if outcomes is not None:
@@ -220,7 +230,17 @@ class Deadline:
             todo = [todo[i] for i in rest]
         return todo
 
-    def later_line(self, later: Sequence[Any]) -> str:  # noqa: ANN401
+    def stop_wait_s(self, default_s: float = 30.0) -> float:
+        """Seconds a graceful stop may wait for the running trials' checkpoints: what the
+        allocation has left less STOP_S, between 5 s and 120 s."""
+        end = self.stop_at + allocation.signal_lead()
+        return max(5.0, min(120.0, end - time.time() - STOP_S))
+
+    def made_progress(self, plan: Plan) -> bool:
+        """Did this allocation write a row, or a checkpoint newer than its start?"""
+        return progress(plan, self)
+
+    def later_line(self, later: Sequence[TrialConfig]) -> str:
         """What waits for the next allocation, and the longest of it."""
         longest = max((s for c in later if (s := self.secs.get(c.config_hash()))),
                       default=None)
@@ -229,7 +249,7 @@ class Deadline:
                 f"{max(0.0, self.left()) / 60:.1f} min left of Slurm job {self.job}{how}; "
                 "they run in its next allocation")
 
-    def no_progress_line(self, later: Sequence[Any] = ()) -> str:  # noqa: ANN401
+    def no_progress_line(self, later: Sequence[TrialConfig] = ()) -> str:
         """The one line of an allocation that wrote nothing new."""
         longest = max((s for c in later if (s := self.secs.get(c.config_hash()))),
                       default=None)
@@ -238,13 +258,6 @@ class Deadline:
         return (f"grokray sweep: no new row and no newer checkpoint in this allocation of Slurm "
                 f"job {self.job} ({(time.time() - self.started) / 60:.1f} min); a requeue would "
                 f"do the same, so the job stops here{need}")
-
-
-def _gpu_slots(gpu: float, concurrency: int | None) -> int:
-    import ray
-
-    n = int(ray.cluster_resources().get("GPU", 0) // gpu) if gpu else 1
-    return max(1, min(n, concurrency) if concurrency else n)
 
 
 def from_env(env: dict[str, str] | None = None) -> Deadline | None:
@@ -260,7 +273,7 @@ def from_env(env: dict[str, str] | None = None) -> Deadline | None:
     return Deadline(stop_at=end - allocation.signal_lead(env), job=job)
 
 
-def progress(plan: Any, deadline: Deadline) -> bool:  # noqa: ANN401 - Plan
+def progress(plan: Plan, deadline: Deadline) -> bool:
     """Did this run write a row, or a checkpoint newer than its start?"""
     from grokray.sweep.writer import trials_written
 
@@ -305,23 +318,7 @@ def ask_checkpoints(deadline: Deadline | None, default_s: float = 30.0) -> str |
     """On a graceful stop (SIGTERM), before Ray goes: ask every running trial to checkpoint now
     and wait until each has (or finished, or the time the stop leaves ran out): at most what the
     allocation has left less STOP_S (`default_s` outside a Slurm job). The line to print, None
-    when no sweep with checkpoints runs."""
-    try:
-        from grokray.sweep.checkpoints import channel
-    except ImportError:  # a grokray without trial checkpoints
-        return None
-    ch = channel()
-    if ch is None:
-        return None
-    timeout = default_s
-    if deadline is not None:
-        end = deadline.stop_at + allocation.signal_lead()
-        timeout = max(5.0, min(120.0, end - time.time() - STOP_S))
-    t0 = time.time()
-    missing = ch.wait(ch.request(), timeout)
-    took = time.time() - t0
-    if missing:
-        return (f"asked the running trials to checkpoint: {missing} did not answer within "
-                f"{timeout:.0f} s (they resume from their last periodic checkpoint)")
-    return f"asked the running trials to checkpoint: done in {took:.1f} s"
+    when no sweep with checkpoints runs (grokray.sweep.driver.checkpoint_running)."""
+    from grokray.sweep.driver import checkpoint_running
 
+    return checkpoint_running(default_s if deadline is None else deadline.stop_wait_s())

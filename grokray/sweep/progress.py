@@ -154,3 +154,37 @@ class Display:
         if self.context is not None:
             t.add_row("", self.context(), "")
         return t
+
+
+class DisplaySubscriber:
+    """The progress display as a subscriber of the sweep driver (grokray.sweep.events): a
+    `Display` of the plan's trials from SweepStarted (when it has any) to SweepEnded; `plain`:
+    plain lines even on a terminal; `context`: the line under each progress line."""
+
+    def __init__(self, *, plain: bool = False, context: Callable[[], str] | None = None,
+                 stream: TextIO | None = None):
+        self.plain = plain
+        self.context = context
+        self.stream = stream
+        self.display: Display | None = None
+
+    def __call__(self, event: Any) -> None:
+        # lazy: the events name the driver's types
+        from grokray.sweep import events as ev
+
+        if isinstance(event, ev.SweepStarted) and event.plan.n_todo_trials:
+            plan = event.plan
+            self.display = Display(plan.n_todo_trials, plan.todo_seed_steps,
+                                   title=plan.spec.name, live=False if self.plain else None,
+                                   stream=self.stream, keys=plan.spec.swept_keys,
+                                   context=self.context)
+            self.display.__enter__()
+        elif self.display is None:
+            return
+        elif isinstance(event, ev.TrialStarted):
+            self.display.started(event.config)
+        elif isinstance(event, ev.TrialWritten):
+            self.display.finished(event.outcome, event.result)
+        elif isinstance(event, ev.SweepEnded):
+            self.display.__exit__(None, None, None)
+            self.display = None

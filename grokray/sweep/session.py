@@ -68,6 +68,8 @@ class RaySession:
         self.started_ray = False
         """this session started the Ray it runs on (and stops it on leaving)"""
         self.warm = WarmWorkers()
+        self.open = False
+        """between __enter__ and __exit__ (the sweep driver opens a session not yet open)"""
         self.checkpoints = None
         """the driver's checkpoint channel on this Ray (grokray.sweep.checkpoint_box.RayChannel;
         made by the first sweep that runs)"""
@@ -107,10 +109,12 @@ class RaySession:
             self.started_ray = True
         # Tune's ResultGrid looks for per-trial result.json files, which we do not write
         logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
+        self.open = True
         return self
 
     def __exit__(self, *exc: Any) -> None:
         """Stop the warm workers, and the Ray this session started (not one it found)."""
+        self.open = False
         self.warm.release()
         if self.started_ray:
             # lazy: Ray only where a Ray session runs (--local, dry runs load none)
@@ -148,6 +152,16 @@ class RaySession:
 
         cpus = ray.cluster_resources().get("CPU", 1)
         return max(1, int(cpus // cpu) if cpu else 1)
+
+    @staticmethod
+    def gpu_slots(gpu: float, concurrency: int | None) -> int:
+        """How many trials of `gpu` GPUs each run at once (at most): the cluster's GPUs over
+        `gpu`, at most `concurrency`."""
+        # lazy: Ray only where a Ray session runs (--local, dry runs load none)
+        import ray
+
+        n = int(ray.cluster_resources().get("GPU", 0) // gpu) if gpu else 1
+        return max(1, min(n, concurrency) if concurrency else n)
 
     def logs_dir(self) -> str:
         """This Ray session's log directory on this node (the head, for a job), or ""."""

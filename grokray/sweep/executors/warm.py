@@ -86,7 +86,11 @@ class WarmExecutor:
         from ray import exceptions as rx
 
         while running:
-            done, _ = ray.wait(list(running), num_returns=1)
+            # a timed wait: a stop raised in this thread from another one (the sweep driver's
+            # `stop`) lands between two waits, not only when a trial ends
+            done, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
+            if not done:
+                continue
             call, actor = running.pop(done[0])
             try:
                 outs = pickle.loads(ray.get(done[0]))
