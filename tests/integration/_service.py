@@ -73,18 +73,20 @@ def call(url: str, method: str = "GET", token: str | None = None, body: bytes | 
 
 
 class Process:
-    """`grokray serve --no-runner` as a process on a free port (`url`); `kill()` SIGKILLs it."""
+    """`grokray serve --no-runner` as a process on a free port (`url`; a restart listens on
+    the same one); `kill()` SIGKILLs it."""
 
     def __init__(self, db: str, store: str, log: str, extra: tuple[str, ...] = ()) -> None:
         self.db, self.store, self.log, self.extra = db, store, log, extra
         self.proc: subprocess.Popen | None = None
         self.url = ""
+        self.port = 0
 
     def start(self, timeout: float = 120) -> str:
         out = open(self.log, "a")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "grokray.cli", "serve", "--db", self.db, "--store",
-             self.store, "--port", "0", "--no-runner", *self.extra],
+             self.store, "--port", str(self.port), "--no-runner", *self.extra],
             stdout=subprocess.PIPE, stderr=out, text=True, env={**os.environ})
         deadline = time.monotonic() + timeout
         line = ""
@@ -93,6 +95,7 @@ class Process:
             m = re.search(r"listening on (http://\S+)", line)
             if m:
                 self.url = m.group(1)
+                self.port = int(self.url.rsplit(":", 1)[1])
                 return self.url
             if self.proc.poll() is not None:
                 break
