@@ -143,10 +143,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                    "claim's sweep at each scale; a claim without data is 'not "
                                    "run' there. Writes OUT/ledger.md and OUT/ledger.json.")
     s.add_argument("out", metavar="OUT", help="output root the ledger sweeps wrote into")
-    s.add_argument("--scale", nargs="+", choices=("cpu", "paper"), default=["cpu", "paper"],
+    s.add_argument("--scale", nargs="+", choices=("cpu", "paper", "decisive"),
+                   default=["cpu", "paper", "decisive"],
                    help="the columns: each scale's sweeps (cpu: sweeps/cpu/*.yaml, paper: "
-                        "sweeps/paper/*.yaml); default both, the paper-scale column beside the "
-                        "CPU one")
+                        "sweeps/paper/*.yaml, decisive: sweeps/decisive/*.yaml); default all, "
+                        "the paper-scale and decisive columns beside the CPU one")
     s.add_argument("--format", choices=FORMATS, default="md", help="printed format (default md)")
     s.add_argument("--no-write", action="store_true",
                    help="print only; do not write OUT/ledger.md and OUT/ledger.json")

@@ -24,10 +24,12 @@ PAPERS = {"forge": papers.FORGE, "geom": papers.GEOM, "rfm": papers.RFM}
 """claims.yaml's paper ids -> the papers' names"""
 
 CLAIMS_FILE = "claims.yaml"
-SCALES = {"cpu": "sweeps/cpu", "paper": "sweeps/paper"}
+SCALES = {"cpu": "sweeps/cpu", "paper": "sweeps/paper", "decisive": "sweeps/decisive"}
 """the ledger's scales -> the directory of their sweep specs (under the shipped sweeps/ folder,
 which an install carries: grokray/shipped.py); a claim's own fields are the CPU scale's, its
-`scales` block the others'"""
+`scales` block the others'. decisive: the experiments that decide the CPU ledger's
+disagreements and inconclusive rows (more seeds, finer grids, the setups that could flip a
+verdict), a second tier of CPU sweeps of their own"""
 BASE_SCALE = "cpu"
 SCALE_KEYS = ("spec", "sweep", "where", "measure", "params", "analyze", "why_not")
 """what a claim's `scales` block may set for a scale"""

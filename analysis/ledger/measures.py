@@ -183,6 +183,45 @@ def scaling_alpha(T: pd.DataFrame, *, arm: str) -> Measured:
     return Measured(f.alpha, f.alpha_ci, f.n_grokked, f.n_censored, detail, n=f.n_groups)
 
 
+def scaling_c(T: pd.DataFrame, *, arm: str) -> Measured:
+    """`arm`'s prefactor c of grok_step = c |G|^alpha, the same fit as `scaling_alpha`, with its
+    interval (the group as the unit)."""
+    from grokray_analysis.powerlaw import fit_power_law
+
+    f = fit_power_law(T, arm, n_boot=0)
+    if not f.fitted:
+        raise AnalysisError(f"no power law: {f.reason}")
+    return Measured(f.c, f.c_ci, f.n_grokked, f.n_censored,
+                    f"{f.method}: alpha {f.alpha:.3g}; {f.n_groups} groups, {f.n_runs} runs",
+                    n=f.n_groups)
+
+
+def alpha_common(T: pd.DataFrame, *, families: list[str]) -> Measured:
+    """The common exponent of several families (the `arm` column: one family each): each
+    family's alpha with its group-unit interval (`scaling_alpha`), its standard error read off
+    that interval (half-width / 1.96), then the inverse-variance mean with its interval and the
+    test of one common alpha (Wald heterogeneity, chi-square on families - 1 degrees of
+    freedom) in the detail. Families are disjoint sets of groups, so independent."""
+    from scipy.stats import chi2
+
+    a, se, parts = [], [], []
+    for fam in families:
+        m = scaling_alpha(T, arm=fam)
+        a.append(m.value)
+        se.append((m.ci[1] - m.ci[0]) / (2 * 1.96))
+        parts.append(f"{fam} {m.value:.3g} [{m.ci[0]:.3g}, {m.ci[1]:.3g}] ({m.n} groups)")
+    a, w = np.asarray(a), 1.0 / np.asarray(se) ** 2
+    mean = float((w * a).sum() / w.sum())
+    half = 1.96 / math.sqrt(float(w.sum()))
+    q = float((w * (a - mean) ** 2).sum())
+    p = float(chi2.sf(q, len(a) - 1))
+    g, c = _counts(T[T["arm"].astype(str).isin(families)])
+    detail = ("; ".join(parts) + f"; one common alpha: Wald Q {q:.3g} on {len(a) - 1} df, "
+              f"p = {p:.3g} (each family's variance from its group-level interval)")
+    return Measured(mean, (mean - half, mean + half), g, c, detail,
+                    n=int(T["group"].nunique()))
+
+
 def no_delay(T: pd.DataFrame) -> Measured:
     """The grokking delay, grok step - memorization step, in evaluations: median over runs with
     its order-statistic interval (a grokked run's delay; a run that did not grok: more than its
@@ -253,6 +292,26 @@ def never_groks(T: pd.DataFrame) -> Measured:
                     f"{g}/{n} runs grokked", n=n, rate_n=n)
 
 
+def ungrok_rate(T: pd.DataFrame, *, arm: str, base: str) -> Measured:
+    """Share of `arm`'s grokked runs that un-grok later (val acc back below the threshold:
+    `ungrok_step`), Clopper-Pearson over them; `base`'s share in the detail."""
+    require_columns(T, ["ungrok_step"])
+
+    def share(a: str) -> tuple[int, int]:
+        done = _arm(T, a)
+        done = done[done["status"] == "grokked"]
+        return int(done["ungrok_step"].notna().sum()), len(done)
+
+    k, n = share(arm)
+    kb, nb = share(base)
+    if n == 0:
+        raise AnalysisError(f"no grokked {arm} runs: un-grokking needs a grok first")
+    g, c = _counts(_arm(T, arm))
+    return Measured(k / n, clopper_pearson(k, n), g, c,
+                    f"{arm}: {k} of {n} grokked runs un-grokked; {base}: {kb} of {nb}",
+                    n=n, rate_n=n)
+
+
 def capacity(T: pd.DataFrame) -> Measured:
     """Capacity R*d where P(grok) crosses 0.5 (logistic fit or separation bracket)."""
     from grokray_analysis.phase import phase_diagram
@@ -284,6 +343,20 @@ def eff_modes(T: pd.DataFrame, *, metric: str, arm: str, base: str) -> Measured:
               f"{s.n_pos} {a} > {b}, {s.n_neg} <; sign test one-sided p = {s.p_sign:.3g}; "
               f"{_interval_note(n, need, 'pairs')}")
     return Measured(float(np.median(d)), ci, g, c, detail, n=n, n_needed=need)
+
+
+def metric_median(T: pd.DataFrame, *, metric: str) -> Measured:
+    """Median of a per-seed metric (`metric`: its value at the end of training) over the runs,
+    with its order-statistic interval."""
+    col = _metric(T, metric).name
+    g, c = _counts(T)
+    x = T[col].astype(float).dropna().to_numpy()
+    if not len(x):
+        raise AnalysisError(f"no {col} values")
+    ci, n, need = _median_of(x, x)
+    return Measured(float(np.median(x)), ci, g, c,
+                    f"median {metric} over {n} runs; {_interval_note(n, need)}", n=n,
+                    n_needed=need)
 
 
 def wedderburn(T: pd.DataFrame, *, metric: str, arm: str) -> Measured:
@@ -360,6 +433,7 @@ def drift_ratio(T: pd.DataFrame, *, system: str, invariant: str, arm: str, base:
 
 
 MEASURES: dict[str, Callable[..., Measured]] = {f.__name__: f for f in (
-    speedup, median_grok_step, scaling_alpha, no_delay, mlp_fails, all_grok, never_groks,
-    capacity, eff_modes, wedderburn, axiom_lead, drift_ratio)}
+    speedup, median_grok_step, scaling_alpha, scaling_c, alpha_common, no_delay, mlp_fails,
+    all_grok, never_groks, ungrok_rate, capacity, eff_modes, metric_median, wedderburn,
+    axiom_lead, drift_ratio)}
 """measure name (claims.yaml: `measure`) -> function(trials, **params)"""

@@ -1,14 +1,16 @@
-"""`grokray reproduce --scale cpu|paper --out DIR`: run every sweep of the reproduction ledger at
-one scale, then write the ledger (DIR/ledger.md, DIR/ledger.json: the CPU column and the paper
-column beside it, each from what is on disk).
+"""`grokray reproduce --scale cpu|paper|decisive --out DIR`: run every sweep of the reproduction
+ledger at one scale, then write the ledger (DIR/ledger.md, DIR/ledger.json: the CPU column and
+the paper-scale and decisive columns beside it, each from what is on disk).
 
 Each sweep is an ordinary sweep into DIR/<sweep name> (resume by row identity, one writer per
 dir, like `grokray sweep`), so a second call runs only what is missing: an interrupted ledger
 continues where it stopped. The sweeps are those the ledger's claims read
 (grokray_analysis.ledger.CLAIMS) at that scale (`Claim.at`: cpu, sweeps/cpu/; paper,
-sweeps/paper/; the shipped files, grokray/shipped.py), in claim order. One Ray session serves
-every sweep: an embedded local Ray, or the cluster at --address. Ctrl-C (or SIGTERM) stops the
-sweep running, then the ledger is written from what is on disk and the command exits 130 (143).
+sweeps/paper/; decisive, sweeps/decisive/, the second CPU tier: the experiments that decide the
+CPU ledger's disagreements; the shipped files, grokray/shipped.py), in claim order. One Ray
+session serves every sweep: an embedded local Ray, or the cluster at --address. Ctrl-C (or
+SIGTERM) stops the sweep running, then the ledger is written from what is on disk and the
+command exits 130 (143).
 
 Progress: each trial's line (or the live panel) names the sweep (k of N), the ledger's elapsed
 time and the wall time the cost model (grokray/cost) expects for the sweeps after it; the dry
@@ -41,7 +43,7 @@ from grokray.commands.sweep import (
 from grokray.errors import GrokrayError
 from grokray.sweep.interrupt import on_signals
 
-SCALES = ("cpu", "paper")
+SCALES = ("cpu", "paper", "decisive")
 """the ledger's scales (grokray_analysis.ledger.claims.SCALES, whose spec dirs they name)"""
 TIMES = "reproduce_times.json"
 """the per-sweep wall and CPU times of every reproduce run, under OUT"""
@@ -57,7 +59,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", choices=SCALES, default="cpu",
                    help="which sweeps (cpu: sweeps/cpu/*.yaml, sized for a 2-core CPU; "
                         "paper: sweeps/paper/*.yaml, the papers' budgets, seeds and groups, "
-                        "sized for GPUs)")
+                        "sized for GPUs; decisive: sweeps/decisive/*.yaml, the second CPU tier, "
+                        "the experiments that decide the CPU ledger's disagreements)")
     p.add_argument("--out", default="results/ledger", help="output root (default results/ledger)")
     p.add_argument("--only", nargs="+", metavar="SWEEP",
                    help="run only these sweeps (names or spec stems, e.g. scaling_cpu rfm)")

@@ -379,7 +379,7 @@ def test_each_claim_names_its_specs_sweep_and_reproduce_runs_them():
     for c in measured:
         assert load_spec(str(ROOT / c.spec)).name == c.sweep, c.key
     assert ledger_specs("cpu") == list(dict.fromkeys(c.spec for c in measured))
-    assert len(measured) == 22 and len(L.CLAIMS) == 24
+    assert len(measured) == 26 and len(L.CLAIMS) == 49
 
 
 GOOD = """claims:

@@ -71,7 +71,7 @@ def _by_key(rows):
 
 def test_each_scale_reads_its_own_sweep(out):
     both = L.ledger(out)
-    assert tuple(both.columns) == ("cpu", "paper")
+    assert tuple(both.columns) == ("cpu", "paper", "decisive")
     cpu, paper = _by_key(both.columns["cpu"])[KEY], _by_key(both.columns["paper"])[KEY]
     # 0 of 9 MLP runs: [0, 0.34], not inside the band [0, 0.1]: too few runs (36 would do)
     assert cpu.sweep_dir == str(out / "nonabelian_cpu") and cpu.verdict == L.TOO_FEW
@@ -84,7 +84,7 @@ def test_each_scale_reads_its_own_sweep(out):
     assert paper.command.startswith("grokray sweep sweeps/paper/nonabelian.yaml --out ")
     # the claims with no paper-scale rows are 'not run' there, naming the dir they would read
     for r in both.columns["paper"]:
-        if r.claim.key != KEY:
+        if r.claim.spec != "sweeps/paper/nonabelian.yaml":
             assert r.verdict == L.NOT_RUN and math.isnan(r.measured.value)
             assert r.measured.detail.startswith("no rows in") or r.claim.why_not
     assert _by_key(both.columns["paper"])["forge.scaling.alpha"].measured.detail == \
@@ -92,7 +92,7 @@ def test_each_scale_reads_its_own_sweep(out):
 
 
 def test_the_cpu_column_is_the_same_with_or_without_the_paper_column(out):
-    both, alone = L.ledger(out), L.ledger(out, scales=("cpu",))
+    both, alone = L.ledger(out, scales=("cpu", "paper")), L.ledger(out, scales=("cpu",))
     assert both.columns["cpu"] == alone.columns["cpu"]
     t2, t1 = L.ledger_table(both), L.ledger_table(alone)
     n = len(t1.columns)
