@@ -49,14 +49,29 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="another #SBATCH line, e.g. --sbatch-arg=--constraint=a100 (repeat)")
     p.add_argument("--max-requeues", type=int, default=3, metavar="K",
                    help="requeues after a time limit (default 3: at most 4 allocations)")
-    p.add_argument("--signal-lead", type=int, default=120, metavar="S",
+    p.add_argument("--signal-lead", type=int, default=None, metavar="S",
                    help="seconds before the time limit at which the sweep is told to stop "
-                        "(default 120; Slurm may send it up to 60 s early)")
+                        f"(default {DEFAULT_LEAD_S}, or half of a --time shorter than "
+                        f"{2 * DEFAULT_LEAD_S} s; Slurm may send it up to 60 s early)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the script and the cost model's time against the allocation; "
                         "submit nothing (needs no sbatch)")
     add_pack_argument(p)
     p.set_defaults(func=main)
+
+
+DEFAULT_LEAD_S = 120
+"""seconds before the time limit at which the sweep is told to stop, where --time allows"""
+MIN_LEAD_S = 10
+"""the shortest lead: the driver's stop needs a few seconds"""
+MIN_RUN_S = 30
+"""seconds of the limit that must remain before the lead"""
+
+
+def default_lead(time_s: int) -> int:
+    """The --signal-lead a --time of `time_s` seconds gets: DEFAULT_LEAD_S, or half the limit
+    when that is shorter (a 2-minute job stops 60 s before its end), at least MIN_LEAD_S."""
+    return max(MIN_LEAD_S, min(DEFAULT_LEAD_S, time_s // 2, time_s - MIN_RUN_S))
 
 
 def _check_numbers(args: argparse.Namespace, time_s: int) -> None:
@@ -68,9 +83,17 @@ def _check_numbers(args: argparse.Namespace, time_s: int) -> None:
         raise GrokrayError(f"--cpus-per-node {args.cpus_per_node}: at least 1")
     if args.max_requeues < 0:
         raise GrokrayError(f"--max-requeues {args.max_requeues}: 0 or more")
-    if not 10 <= args.signal_lead <= time_s - 30:
-        raise GrokrayError(f"--signal-lead {args.signal_lead}: between 10 s and 30 s less than "
-                           f"--time ({time_s} s)")
+    if time_s < MIN_LEAD_S + MIN_RUN_S:
+        raise GrokrayError(f"--time {args.time} ({time_s} s) leaves no time to run: at least "
+                           f"{MIN_LEAD_S + MIN_RUN_S} s (e.g. --time 00:05:00)")
+    if args.signal_lead is None:
+        args.signal_lead = default_lead(time_s)
+    if not MIN_LEAD_S <= args.signal_lead <= time_s - MIN_RUN_S:
+        raise GrokrayError(
+            f"--signal-lead {args.signal_lead} does not fit --time {args.time} ({time_s} s): "
+            f"pass a lead of {MIN_LEAD_S} to {time_s - MIN_RUN_S} s (e.g. --signal-lead "
+            f"{default_lead(time_s)}), or a --time of at least "
+            f"{max(args.signal_lead, MIN_LEAD_S) + MIN_RUN_S} s")
     for a in args.sbatch_arg:
         if not a.startswith("-") or "\n" in a:
             raise GrokrayError(f"--sbatch-arg {a!r}: one sbatch option, e.g. "

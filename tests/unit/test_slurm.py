@@ -245,6 +245,31 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys, args, message):
     assert rc == 2 and message in err and len(err.splitlines()) == 1, err
 
 
+@pytest.mark.parametrize("time, lead", [("00:02:00", 60), ("1", 30), ("00:00:45", 15),
+                                        ("00:04:00", 120), ("01:00:00", 120)])
+def test_the_default_signal_lead_fits_the_time_limit(tmp_path, capsys, time, lead):
+    """A short --time gets half of it as its lead (at most 120 s, leaving 30 s to run)."""
+    from grokray.commands.slurm import default_lead
+    from grokray.slurm.timefmt import parse_time
+
+    assert default_lead(parse_time(time)) == lead
+    assert main(["slurm", str(_spec(tmp_path)), "--dry-run", "--time", time]) == 0
+    assert f"#SBATCH --signal=B:USR1@{lead}\n" in capsys.readouterr().out
+
+
+def test_a_lead_that_does_not_fit_says_what_to_pass(tmp_path, capsys):
+    rc = main(["slurm", str(_spec(tmp_path)), "--dry-run", "--time", "00:02:00",
+               "--signal-lead", "120"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err == (
+        "grokray slurm: error: --signal-lead 120 does not fit --time 00:02:00 (120 s): pass a "
+        "lead of 10 to 90 s (e.g. --signal-lead 60), or a --time of at least 150 s")
+    rc = main(["slurm", str(_spec(tmp_path)), "--dry-run", "--time", "00:00:30"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err == ("grokray slurm: error: --time 00:00:30 (30 s) leaves no time to "
+                               "run: at least 40 s (e.g. --time 00:05:00)")
+
+
 def test_no_sbatch_is_one_line_before_anything_is_written(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     rc = main(["slurm", str(_spec(tmp_path))])
