@@ -1,6 +1,9 @@
 """The sweep service: a sweep spec (YAML) in, one Parquet row per (config, seed) out.
 
-    spec.py            the YAML spec -> validated `SweepSpec` and its configs (pure)
+    driver.py          the sweep driver (`SweepDriver`): lock, plan, run, a graceful stop, the
+                       outcome and its exit code; events.py: the progress events it sends
+    spec.py            a YAML spec read and validated (`load_spec`); spec_model.py: the
+                       `SweepSpec` value and its configs (pure)
     search.py          an Optuna search's distributions and its Ray Tune set-up
     plan.py            what a run will do: what is missing (`make_plan`), plan.json
     writer.py          the one writer of results (`Writer`) and `run_plan`, which feeds it
@@ -33,7 +36,8 @@ _NAMES = {
     "Retries": "executors.retry", "CallQueue": "executors.retry",
     "worker_lost": "executors.retry", "Outcome": "outcome", "trial_summary": "outcome",
     "Plan": "plan", "make_plan": "plan", "Writer": "writer", "run_plan": "writer",
-    "WriterLock": "lock", "load_spec": "spec", "SweepSpec": "spec",
+    "WriterLock": "lock", "load_spec": "spec", "SweepSpec": "spec_model",
+    "SweepDriver": "driver", "SweepOutcome": "events",
 }
 __all__ = sorted(_NAMES)
 

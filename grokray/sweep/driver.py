@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from grokray.sweep.outcome import Outcome
     from grokray.sweep.plan import Plan
     from grokray.sweep.session import RaySession
-    from grokray.sweep.spec import SweepSpec
+    from grokray.sweep.spec_model import SweepSpec
 
 __all__ = ["STOP_WAIT_S", "GracefulStop", "SchedulingPolicy", "Slots", "SweepDriver",
            "SweepOutcome", "checkpoint_running"]
@@ -131,9 +131,10 @@ class SweepDriver:
     """Runs one sweep spec in this process (module docstring; docs/api.md).
 
     `spec`: a SweepSpec, a spec file or a shipped spec's name (`grokray specs`); `out`: the
-    output root instead of the spec's; `rerun_failed`: run failed rows again; `force`: run everything again into a new run id;
-    `pack`: configs per pack (1: off, None: auto; grids only); `policy`: when trials start
-    (None: all at once); `holder`: who holds the writer lock (shown to another driver)."""
+    output root instead of the spec's; `rerun_failed`: run failed rows again; `force`: run
+    everything again into a new run id; `pack`: configs per pack (1: off, None: auto; grids
+    only); `policy`: when trials start (None: all at once); `holder`: who holds the writer
+    lock (shown to another driver)."""
 
     def __init__(self, spec: SweepSpec | str | os.PathLike[str], *, out: str | None = None,
                  rerun_failed: bool = False, force: bool = False, pack: int | None = 1,

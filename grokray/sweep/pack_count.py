@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 from grokray.pack import pack_key
-from grokray.sweep.spec import SweepSpec
+from grokray.sweep.spec_model import SweepSpec
 
 
 def counted_pack_sizes(spec: SweepSpec, size: int) -> list[int]:

@@ -19,7 +19,7 @@ from grokray.sweep import store
 from grokray.sweep.continuing import plan as continue_plan
 from grokray.sweep.continuing import steps_to_train
 from grokray.sweep.outcome import trial_summary
-from grokray.sweep.spec import SweepSpec
+from grokray.sweep.spec_model import SweepSpec
 
 
 @dataclass

@@ -16,7 +16,7 @@ from grokray.sweep.executors.local import LocalExecutor
 from grokray.sweep.executors.tune import TuneExecutor
 from grokray.sweep.executors.warm import WarmExecutor
 from grokray.sweep.session import RaySession
-from grokray.sweep.spec import SweepSpec
+from grokray.sweep.spec_model import SweepSpec
 
 
 def make_executor(spec: SweepSpec, run_id: str, session: RaySession | None,
