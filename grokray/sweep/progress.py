@@ -1,7 +1,10 @@
-"""Progress of a running sweep: a live rich panel on a terminal, plain lines otherwise.
+"""Progress on the terminal: a live rich panel on a terminal, plain lines otherwise.
 
-Counts trials done / running / failed / pending, seeds grokked out of seeds finished, and an ETA
-from the seed-steps finished so far and the seed-steps left.
+`Display` shows a running sweep: trials done / running / failed / pending, seeds grokked out of
+seeds finished, and an ETA from the seed-steps finished so far and the seed-steps left (the
+sweep driver's events reach it through `DisplaySubscriber`). `CountDisplay` shows work counted
+in units (`grokray recompute`'s values): done of the total, a line per item, an ETA. Both are a
+`Panel`: where the lines go, the live panel's life, `say`, elapsed time and ETA.
 """
 
 from __future__ import annotations
@@ -35,36 +38,18 @@ def _fmt(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-class Display:
-    """Receives trial events from the writer and shows them."""
+class Panel:
+    """What every progress display shares: lines to `stream` (stderr), a live rich panel
+    instead on a terminal (`live` None) or when asked (True), the time since it was made, and
+    an ETA from the rate of the work done so far. A subclass renders itself (`__rich__`)."""
 
-    def __init__(self, n_trials: int, seed_steps: int, *, live: bool | None = None,
-                 stream: TextIO | None = None, title: str = "sweep",
-                 keys: list[str] | None = None, context: Callable[[], str] | None = None):
-        self.n_trials = n_trials
-        """trials this run will run"""
-        self.seed_steps_total = seed_steps
-        """seed-steps this run will run"""
+    def __init__(self, *, live: bool | None = None, stream: TextIO | None = None):
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
-        self.title = title
-        self.keys = list(keys or [])
-        """the swept dotted keys: each progress line shows the trial's values of them"""
-        self.context = context
-        """a line about the run around this sweep (e.g. the ledger: which sweep of how many,
-        elapsed), shown after each progress line and under the live panel"""
-        self.running: dict[str, TrialConfig] = {}
-        self.done = self.failed = 0
-        self.seeds_done = self.seeds_grokked = 0
-        self.seed_steps_done = 0
         self.t0 = time.monotonic()
         self._live: Any = None
-        self.cpu_fallback = False
-        """a trial given a GPU ran on the CPU under `device: auto` (said once)"""
 
-    # ------------------------------------------------------------------ lifecycle
-
-    def __enter__(self) -> Display:
+    def __enter__(self) -> Panel:
         if self.live:
 
             self._live = Live(self, console=Console(file=self.stream), refresh_per_second=4,
@@ -76,6 +61,50 @@ class Display:
         if self._live is not None:
             self._live.__exit__(*exc)
             self._live = None
+
+    def say(self, line: str) -> None:
+        """One line to the user, above the live panel or between the progress lines."""
+        if self._live is not None:
+            self._live.console.print(line, markup=False, highlight=False)
+        else:
+            print(line, file=self.stream, flush=True)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    def eta_of(self, done: float, total: float) -> float | None:
+        """Seconds left at the rate of `done` units so far, `total` in all (None: none done)."""
+        if not done:
+            return None
+        return max(0.0, total - done) / (done / self.elapsed())
+
+    def __rich__(self) -> Any:
+        raise NotImplementedError
+
+
+class Display(Panel):
+    """Receives trial events from the writer and shows them."""
+
+    def __init__(self, n_trials: int, seed_steps: int, *, live: bool | None = None,
+                 stream: TextIO | None = None, title: str = "sweep",
+                 keys: list[str] | None = None, context: Callable[[], str] | None = None):
+        super().__init__(live=live, stream=stream)
+        self.n_trials = n_trials
+        """trials this run will run"""
+        self.seed_steps_total = seed_steps
+        """seed-steps this run will run"""
+        self.title = title
+        self.keys = list(keys or [])
+        """the swept dotted keys: each progress line shows the trial's values of them"""
+        self.context = context
+        """a line about the run around this sweep (e.g. the ledger: which sweep of how many,
+        elapsed), shown after each progress line and under the live panel"""
+        self.running: dict[str, TrialConfig] = {}
+        self.done = self.failed = 0
+        self.seeds_done = self.seeds_grokked = 0
+        self.seed_steps_done = 0
+        self.cpu_fallback = False
+        """a trial given a GPU ran on the CPU under `device: auto` (said once)"""
 
     # ------------------------------------------------------------------ events
 
@@ -108,13 +137,6 @@ class Display:
                   f"({outcome.wall_s:.1f}s, cpu {cpu:.1f}s) | {self.counts()}{ctx}",
                   file=self.stream, flush=True)
 
-    def say(self, line: str) -> None:
-        """One line to the user, above the live panel or between the progress lines."""
-        if self._live is not None:
-            self._live.console.print(line, markup=False, highlight=False)
-        else:
-            print(line, file=self.stream, flush=True)
-
     def label(self, cfg: TrialConfig) -> str:
         """`key=value ...` of the swept keys (arm and group when nothing is swept), then the
         config hash."""
@@ -129,15 +151,12 @@ class Display:
 
     def eta(self) -> float | None:
         """Seconds left, from the rate of seed-steps finished so far."""
-        if not self.seed_steps_done:
-            return None
-        rate = self.seed_steps_done / (time.monotonic() - self.t0)
-        return max(0.0, self.seed_steps_total - self.seed_steps_done) / rate
+        return self.eta_of(self.seed_steps_done, self.seed_steps_total)
 
     def counts(self) -> str:
         return (f"done {self.done}, running {len(self.running)}, failed {self.failed}, "
                 f"pending {self.pending}; seeds grokked {self.seeds_grokked}/{self.seeds_done}; "
-                f"elapsed {fmt_seconds(time.monotonic() - self.t0)}, "
+                f"elapsed {fmt_seconds(self.elapsed())}, "
                 f"ETA {fmt_seconds(self.eta())}")
 
     def __rich__(self) -> Any:
@@ -149,10 +168,55 @@ class Display:
         t.add_row("", f"done [green]{self.done}[/]  running [cyan]{len(self.running)}[/]  "
                       f"failed [red]{self.failed}[/]  pending {self.pending}", "")
         t.add_row("", f"seeds grokked {self.seeds_grokked}/{self.seeds_done}  "
-                      f"elapsed {fmt_seconds(time.monotonic() - self.t0)}  "
+                      f"elapsed {fmt_seconds(self.elapsed())}  "
                       f"ETA {fmt_seconds(self.eta())}", "")
         if self.context is not None:
             t.add_row("", self.context(), "")
+        return t
+
+
+class CountDisplay(Panel):
+    """Work counted in units (`grokray recompute`'s values): `step` as units finish, `less`
+    when some turn out done already, `item_done` after each item (a config), which prints
+    `[k/N] LINE | done/total UNIT, elapsed, ETA` where there is no live panel."""
+
+    def __init__(self, total: int, n_items: int, *, title: str, unit: str,
+                 live: bool | None = None, stream: TextIO | None = None):
+        super().__init__(live=live, stream=stream)
+        if not total:  # nothing to show a bar of
+            self.live = False
+        self.total, self.n_items = total, n_items
+        self.title, self.unit = title, unit
+        self.done = self.items_done = 0
+        self.what = ""
+        """what the last unit was (shown under the live bar)"""
+
+    def less(self, n: int) -> None:
+        """`n` units fewer to do (found done meanwhile)."""
+        self.total -= n
+
+    def step(self, n: int, what: str) -> None:
+        self.done += n
+        self.what = what
+
+    def item_done(self, line: str) -> None:
+        self.items_done += 1
+        if self._live is not None:
+            return
+        print(f"[{self.items_done}/{self.n_items}] {line} | {self.done}/{self.total} "
+              f"{self.unit}, elapsed {fmt_seconds(self.elapsed())}, "
+              f"ETA {fmt_seconds(self.eta_of(self.done, self.total))}", file=self.stream,
+              flush=True)
+
+    def __rich__(self) -> Any:
+        t = Table.grid(padding=(0, 2))
+        t.add_row(f"[bold]{self.title}[/]",
+                  ProgressBar(total=max(1, self.total), completed=self.done, width=40),
+                  f"{self.done}/{self.total} {self.unit}",
+                  f"elapsed {fmt_seconds(self.elapsed())}  "
+                  f"ETA {fmt_seconds(self.eta_of(self.done, self.total))}")
+        if self.what:
+            t.add_row("", self.what, "", "")
         return t
 
 

@@ -37,15 +37,6 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 import torch
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from grokray import reader
 from grokray.config import TrialConfig
@@ -62,7 +53,7 @@ from grokray.schema import (
 from grokray.snapshots.read import SeedSnapshots, Snapshot
 from grokray.sweep import store
 from grokray.sweep.lock import WriterLock
-from grokray.sweep.progress import fmt_seconds
+from grokray.sweep.progress import CountDisplay
 
 __all__ = ["Filter", "Summary", "parse_where", "recompute", "select_trials", "sweep_dirs"]
 
@@ -331,55 +322,6 @@ def _jobs(chosen: list[dict[str, Any]], has: dict[tuple[str, str, int, str], lis
 # ----------------------------------------------------------------------------- the run
 
 
-class _Progress:
-    """A progress bar on a terminal, a line per config otherwise."""
-
-    def __init__(self, total: int, n_jobs: int, stream: TextIO | None, live: bool | None):
-        self.total, self.n_jobs = total, n_jobs
-        self.stream = stream if stream is not None else sys.stderr
-        self.live = self.stream.isatty() if live is None else live
-        self.done = self.jobs_done = 0
-        self.t0 = time.monotonic()
-        self._bar: Any = None
-
-    def __enter__(self) -> _Progress:
-        if self.live and self.total:
-            self._bar = Progress(TextColumn("recompute"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("values"), TimeElapsedColumn(),
-                                 TimeRemainingColumn(), TextColumn("{task.description}"),
-                                 console=Console(file=self.stream), transient=False)
-            self._bar.__enter__()
-            self._task = self._bar.add_task("", total=self.total)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(*exc)
-            self._bar = None
-
-    def less(self, n: int) -> None:
-        """`n` values fewer to compute (found done meanwhile)."""
-        if n:
-            self.total -= n
-            if self._bar is not None:
-                self._bar.update(self._task, total=self.total)
-
-    def step(self, n: int, what: str) -> None:
-        self.done += n
-        if self._bar is not None:
-            self._bar.update(self._task, advance=n, description=what)
-
-    def job_done(self, job: _Job, wall: float) -> None:
-        self.jobs_done += 1
-        if self._bar is not None:
-            return
-        el = time.monotonic() - self.t0
-        eta = el / self.done * (self.total - self.done) if self.done else None
-        print(f"[{self.jobs_done}/{self.n_jobs}] {job.sweep} {job.config_hash}: {job.n} "
-              f"value(s) in {wall:.1f}s | {self.done}/{self.total} values, elapsed "
-              f"{fmt_seconds(el)}, ETA {fmt_seconds(eta)}", file=self.stream, flush=True)
-
-
 def _value(metric: str, col: str, v: Any) -> float:
     if isinstance(v, torch.Tensor):
         if v.numel() != 1:
@@ -393,7 +335,7 @@ def _value(metric: str, col: str, v: Any) -> float:
                            "one number per name") from None
 
 
-def _run_job(job: _Job, metrics: list[Any], recompute_id: str, progress: _Progress,
+def _run_job(job: _Job, metrics: list[Any], recompute_id: str, progress: CountDisplay,
              tasks: dict) -> dict[str, list[dict[str, Any]]]:
     """Compute `job`; returns the rows by metric. Interrupted (KeyboardInterrupt, or a metric
     that fails: GrokrayError), the exception carries the rows finished so far as `.rows`."""
@@ -459,7 +401,7 @@ def _write(job: _Job, metrics: list[Any], rows: dict[str, list[dict[str, Any]]],
     return written
 
 
-def _refresh(sweep_dir: str, jobs: list[_Job], metrics: list[Any], progress: _Progress) -> None:
+def _refresh(sweep_dir: str, jobs: list[_Job], metrics: list[Any], progress: CountDisplay) -> None:
     """Drop from `jobs` what another run wrote since they were planned (read again under the
     sweep dir's lock, so that no value is written twice)."""
     for m in metrics:
@@ -497,7 +439,8 @@ def recompute(out: str | os.PathLike, metrics: str | Iterable[str], *,
     total = sum(j.n for j in jobs)
     tasks: dict = {}
     cmd = command or f"grokray recompute {out} --metric {' '.join(names)}"
-    with _Progress(total, len(jobs), stream, progress) as prog:
+    with CountDisplay(total, len(jobs), title="recompute", unit="values", live=progress,
+                      stream=stream) as prog:
         for d in dirs:
             mine = [j for j in jobs if j.sweep_dir == d]
             if not mine:
@@ -523,6 +466,7 @@ def recompute(out: str | os.PathLike, metrics: str | Iterable[str], *,
                         raise
                     summary.files += _write(job, ms, rows, recompute_id)
                     summary.computed += sum(len(v) for v in rows.values())
-                    prog.job_done(job, time.monotonic() - t1)
+                    prog.item_done(f"{job.sweep} {job.config_hash}: {job.n} value(s) in "
+                                   f"{time.monotonic() - t1:.1f}s")
     summary.wall_s = time.monotonic() - t0
     return summary
