@@ -36,11 +36,11 @@ from grokray import shipped
 from grokray.commands.sweep import (
     add_pack_argument,
     command_line,
-    describe,
     pack_setting,
     print_event,
 )
 from grokray.errors import GrokrayError
+from grokray.sweep.describe import describe
 from grokray.sweep.interrupt import on_signals
 
 SCALES = ("cpu", "paper", "decisive")

@@ -8,12 +8,13 @@ import dataclasses
 import os
 import sys
 
-from grokray.commands.sweep import add_pack_argument, describe, pack_setting
+from grokray.commands.sweep import add_pack_argument, pack_setting
 from grokray.errors import GrokrayError
 from grokray.slurm.costs import fit, fit_text
 from grokray.slurm.script import JobOptions, render
 from grokray.slurm.submit import sbatch_path, submit
 from grokray.slurm.timefmt import parse_time
+from grokray.sweep.describe import describe
 
 NODE_LOCAL = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 """paths that are each node's own on a cluster (a compute node does not see the login node's)"""

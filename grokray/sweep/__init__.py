@@ -5,7 +5,8 @@
     spec.py            a YAML spec read and validated (`load_spec`); spec_model.py: the
                        `SweepSpec` value and its configs (pure)
     search.py          an Optuna search's distributions and its Ray Tune set-up
-    plan.py            what a run will do: what is missing (`make_plan`), plan.json
+    plan.py            what a run will do: what is missing (`make_plan`), plan.json;
+                       describe.py: the plan described (the dry run's text and JSON)
     writer.py          the one writer of results (`Writer`) and `run_plan`, which feeds it
     store.py           the Parquet files of a sweep dir (write once, repair, read)
     lock.py            one writer per sweep dir (`WriterLock`)
