@@ -1,13 +1,14 @@
 """Load sweep outputs (the Parquet contract) into pandas, checking the schema version.
 
 A sweep output dir (a local path or a URL such as s3://bucket/results/smoke) holds
-`trials/*.parquet` and `curves/*.parquet` (and `recomputed/<metric>/*.parquet`, metrics that
-`grokray recompute` computed at snapshots: merged into the curves, grokray.reader). Each file is
-read on its own through the one reader (`grokray.reader.read_dir`) and the frames are
-concatenated: columns may differ between files (metric columns appear as they are computed),
-missing cells become NaN/NA. A damaged file
-is named with how to repair it (SchemaError, exit 2); rows of one identity written twice (two
-drivers on one dir) are counted once, with a warning.
+`trials/*.parquet` and `curves/*.parquet` (per-trial files, or compacted parts; and
+`recomputed/<metric>/*.parquet`, metrics that `grokray recompute` computed at snapshots: merged
+into the curves, grokray.reader). Every file is read through the one reader
+(`grokray.reader.read_dir`) and the tables are concatenated: columns may differ between files
+(metric columns appear as they are computed), missing cells become NaN/NA. The trials are read
+at once; the curves, the bulk of a store, when asked for (`Sweep.curves`, or a filter read by
+`Sweep.curves_of`). A damaged file is named with how to repair it (SchemaError, exit 2); rows of
+one identity written twice (two drivers on one dir) are counted once, with a warning.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,28 +34,96 @@ __all__ = ["CURVE_REQUIRED", "SCHEMA_VERSION", "STATUSES", "TRIAL_REQUIRED", "Sw
 
 
 @dataclass(frozen=True)
+class _Source:
+    """Where one dir's curves are read from when they are asked for."""
+
+    out: str
+    loc: reader.Location
+
+
+@dataclass(frozen=True)
 class Sweep:
-    """The tables of one or several sweep output dirs, concatenated."""
+    """The tables of one or several sweep output dirs, concatenated: the trials read at once,
+    the curves when they are asked for (`curves`, all of them; `curves_of`, those of some
+    trials only: a filter read, so memory follows what is asked, not the store)."""
 
     paths: tuple[Path, ...]
     """The output dirs that were read."""
     trials: pd.DataFrame = field(repr=False)
     """One row per (config, seed); `grok_step` is float with NaN for censored runs."""
-    curves: pd.DataFrame = field(repr=False)
-    """One row per (config, seed, eval step); empty when no curves were written. Values that
-    `grokray recompute` computed at snapshots sit beside the online columns (an online value
-    wins where there is one: grokray.reader.merge_recomputed)."""
-    recomputed: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
-    """The recomputed rows the curves use (every metric, one row per metric, config, seed and
-    snapshot step: the trials' current runs, each metric's newest version), with `metric`,
-    `metric_version` and `recompute_id`; empty when nothing was recomputed."""
+    _sources: tuple[_Source, ...] = field(default=(), repr=False)
+    _current: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    _dropped: bool = field(default=False, repr=False)
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def curves(self) -> pd.DataFrame:
+        """One row per (config, seed, eval step) of every trial; empty when no curves were
+        written. Values that `grokray recompute` computed at snapshots sit beside the online
+        columns (an online value wins where there is one: grokray.reader.merge_recomputed).
+        Read on first use and kept; `curves_of` reads only some trials' curves."""
+        if "curves" not in self._cache:
+            self._cache["curves"] = self._read_curves(None, None)
+        return self._cache["curves"]
+
+    def curves_of(self, where: dict[str, Any] | None = None,
+                  columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """The curves of the trials whose columns hold the given values (`{"arm": "forge"}`,
+        `{"group": ["S4", "D8"]}`; compared as strings, as `select`), only `columns` (and the
+        key columns) when given. Reads only the row groups that can hold those trials' config
+        hashes (pyarrow.dataset), nothing when none matches."""
+        T = self.trials
+        for key, values in (where or {}).items():
+            require_columns(T, [key])
+            vals = [str(v) for v in (values if isinstance(values, (list, tuple, set))
+                                     else [values])]
+            T = T[T[key].astype(str).isin(vals)]
+        if T.empty:
+            return pd.DataFrame(columns=list(CURVE_REQUIRED))
+        return self._read_curves(T, columns)
+
+    def _read_curves(self, T: pd.DataFrame | None, columns: Sequence[str] | None
+                     ) -> pd.DataFrame:
+        hashes = None if T is None else {"config_hash": sorted(T["config_hash"].unique())}
+        cols = None if columns is None else list(dict.fromkeys(
+            [*CURVE_REQUIRED, "run_id", "arm", *columns]))
+        frames, damaged = [], []
+        for src in self._sources:
+            c = reader.read_dir(src.loc, "curves", columns=cols, required=CURVE_REQUIRED,
+                                where=hashes)
+            damaged += [x.line(src.out) for x in c.damaged]
+            if not c.frame.empty:
+                frames.append(c.frame.drop(columns="file"))
+        if damaged:
+            raise SchemaError("\n".join(damaged))
+        C = pd.concat(frames, ignore_index=True, sort=False) if len(frames) > 1 else \
+            frames[0] if frames else pd.DataFrame()
+        runs = self.trials if T is None else T
+        if (self._dropped or T is not None) and not C.empty and "run_id" in C.columns:
+            keep = runs[["config_hash", "seed", "run_id"]]  # the kept rows' curves only
+            C = C.merge(keep.assign(seed=keep["seed"].astype(C["seed"].dtype)),
+                        on=["config_hash", "seed", "run_id"])
+        if not C.empty and "arm" not in C.columns:
+            C = C.merge(runs[["config_hash", "arm"]].drop_duplicates(), on="config_hash",
+                        how="left")
+        if self._current:
+            C = reader.merge_recomputed(C, self._current)
+        return C
+
+    @property
+    def recomputed(self) -> pd.DataFrame:
+        """The recomputed rows the curves use (every metric, one row per metric, config, seed
+        and snapshot step: the trials' current runs, each metric's newest version), with
+        `metric`, `metric_version` and `recompute_id`; empty when nothing was recomputed."""
+        R = self._current
+        return pd.concat(R.values(), ignore_index=True, sort=False) if R else pd.DataFrame()
 
     @property
     def name(self) -> str:
         """The sweep names found in the trials (or the dir names), joined by '+'."""
         if "sweep" in self.trials and self.trials["sweep"].notna().any():
             return "+".join(sorted(self.trials["sweep"].dropna().astype(str).unique()))
-        return "+".join(p.name for p in self.paths)
+        return "+".join(reader.display_name(p) for p in self.paths)
 
 
 def normalize_trials(df: pd.DataFrame) -> pd.DataFrame:
@@ -73,7 +143,8 @@ def normalize_trials(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def load(paths: str | Path | Iterable[str | Path]) -> Sweep:
-    """Read one or several sweep output dirs (local paths or URLs).
+    """Read one or several sweep output dirs (local paths or URLs): the trials now, the curves
+    when `Sweep.curves` or `Sweep.curves_of` asks (every curves file's footer is checked now).
 
     Raises SchemaError naming every damaged file (with how to repair it), or a missing dir."""
     if isinstance(paths, (str, Path)):
@@ -81,52 +152,47 @@ def load(paths: str | Path | Iterable[str | Path]) -> Sweep:
     dirs = tuple(Path(p) if "://" not in str(p) else p for p in paths)
     if not dirs:
         raise AnalysisError("no sweep output dir given")
-    trials, curves, damaged = [], [], []
+    trials, damaged, sources = [], [], []
     recomputed: dict[str, list[pd.DataFrame]] = {}
     for d in dirs:
         out = str(d)
+        shown = reader.strip_query(out)
         try:
             loc = reader.Location.of(out)
             is_dir = loc.is_dir()
         except (OSError, ValueError) as exc:
-            raise SchemaError(f"cannot open {out}: {' '.join(str(exc).split())[:200]}") from None
+            raise SchemaError(f"cannot open {shown}: {' '.join(str(exc).split())[:200]}"
+                              ) from None
         if not is_dir:
-            raise SchemaError(f"no such sweep output dir: {out}")
+            raise SchemaError(f"no such sweep output dir: {shown}")
         if not loc.is_dir("trials"):
-            raise SchemaError(f"{out} has no trials/ dir; is it a sweep output dir "
+            raise SchemaError(f"{shown} has no trials/ dir; is it a sweep output dir "
                               "(OUT/<sweep>)?")
         t = reader.read_dir(loc, "trials", required=TRIAL_REQUIRED)
-        c = reader.read_dir(loc, "curves", required=CURVE_REQUIRED)
+        c = reader.check_dir(loc, "curves", required=CURVE_REQUIRED)
         r, r_damaged = reader.read_recomputed(loc)
-        damaged += [x.line(out) for x in t.damaged + c.damaged + r_damaged]
+        damaged += [x.line(shown) for x in t.damaged + c.damaged + r_damaged]
         for metric, df in r.items():
             recomputed.setdefault(metric, []).append(df)
         if not t.damaged and t.frame.empty:
-            raise SchemaError(f"{out}/trials holds no rows")
+            raise SchemaError(f"{shown}/trials holds no rows")
         trials.append(t.frame.drop(columns="file"))
-        if not c.frame.empty:
-            curves.append(c.frame.drop(columns="file"))
+        sources.append(_Source(shown, loc))
     if damaged:
         raise SchemaError("\n".join(damaged))
-    T = pd.concat(trials, ignore_index=True, sort=False)
+    T = pd.concat(trials, ignore_index=True, sort=False) if len(trials) > 1 else trials[0]
     T, dropped, n_ids = reader.dedupe(T)
     if dropped:
         print(f"warning: {dropped} duplicate row(s) of {n_ids} identities (config_hash, seed) "
               "were counted once, the newest run kept (two drivers wrote one dir?); "
               "`grokray status --repair DIR` removes them on disk", file=sys.stderr)
     T = normalize_trials(T)
-    C = pd.concat(curves, ignore_index=True, sort=False) if curves else pd.DataFrame()
-    if dropped and not C.empty and "run_id" in C.columns:  # the kept rows' curves only
-        C = C.merge(T[["config_hash", "seed", "run_id"]], on=["config_hash", "seed", "run_id"])
-    if not C.empty and "arm" not in C.columns:
-        C = C.merge(T[["config_hash", "arm"]].drop_duplicates(), on="config_hash", how="left")
     R = reader.current_recomputed({m: pd.concat(v, ignore_index=True, sort=False)
                                   for m, v in recomputed.items()}, T)
     if R:
-        C = reader.merge_recomputed(C, R)
         T = reader.fill_trial_metrics(T, R)
-    rec = pd.concat(R.values(), ignore_index=True, sort=False) if R else pd.DataFrame()
-    return Sweep(paths=dirs, trials=T, curves=C, recomputed=rec)
+    return Sweep(paths=dirs, trials=T, _sources=tuple(sources), _current=R,
+                 _dropped=bool(dropped))
 
 
 def parse_where(items: Sequence[str] | None) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """The one `grokray` command: `run | sweep | status | groups | cprank | analyze | dashboard |
-reproduce | recompute | specs | slurm`, and the sweep service's `serve | submit | queue | show |
-cancel | hold | release | priority | users`.
+reproduce | recompute | compact | specs | slurm`, and the sweep service's `serve | submit | queue |
+show | cancel | hold | release | priority | users`.
 
 Each subcommand lives in its own module exposing `add_parser(subparsers)` (which registers the
 subcommand and sets `func`) and a `main(args) -> int`. This file only wires them together, so
@@ -28,6 +28,7 @@ COMMANDS = {
     "dashboard": "grokray_analysis.dashboard.cli",
     "reproduce": "grokray.commands.reproduce",
     "recompute": "grokray.commands.recompute",
+    "compact": "grokray.commands.compact",
     "specs": "grokray.commands.specs",
     "slurm": "grokray.commands.slurm",
     "serve": "grokray.commands.serve",

@@ -2,10 +2,12 @@
 alike (the writer's rules, atomic writes, the done-manifest and repair, are grokray.sweep.store).
 
 `Location` is a directory on a pyarrow filesystem (local disk, or any URL pyarrow opens: s3://,
-gs://, hdfs://). `read_dir` reads every result file of a table directory (`trials/` or `curves/`)
-and never stops at a damaged one: each unreadable, foreign or too-new file comes back as a
-`Damage` naming it and how to repair it, and the caller decides (status and analyze report them
-all and exit 2). Both `grokray.sweep.store` and `grokray_analysis.load` read through here; every
+gs://, hdfs://). `read_dir` reads every live result file of a table directory (`trials/` or
+`curves/`; `live_files`: a compacted part hides the per-trial files it replaced, and a part not
+yet committed is not read) and never stops at a damaged one: each unreadable, foreign or
+too-new file comes back as a `Damage` naming it and how to repair it, and the caller decides
+(status and analyze report them all and exit 2). `check_dir` checks the files from their footers
+alone. Both `grokray.sweep.store` and `grokray_analysis.load` read through here; every
 column name and status they check comes from `grokray.schema`.
 
 No torch, no Ray: `analysis/` imports this module.
@@ -21,6 +23,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -34,6 +37,12 @@ from grokray.schema import (
 
 QUARANTINE = "quarantine"
 TMP_PREFIX = ".tmp-"
+TRIALS, CURVES = "trials", "curves"
+PART_PREFIX = "part-"
+"""a compacted file: `trials/part-<id>.parquet` and `curves/part-<id>.parquet` (same name)"""
+COMPACTING_PREFIX = ".compact-"
+"""`trials/.compact-<id>.json`: a compaction in flight, `{"part": NAME, "sources": [NAME, ...]}`
+(grokray.sweep.compact): while it exists, its trials part, once there, hides its sources"""
 PLAN = "plan.json"
 """a sweep dir's plan: what its last run meant to run (`grokray.sweep.writer.run_plan`)"""
 
@@ -115,10 +124,66 @@ def join_uri(uri: str, *parts: str) -> str:
     return "/".join([base.rstrip("/"), *parts]) + sep + query
 
 
+def strip_query(uri: str | os.PathLike) -> str:
+    """A local path or URL without the URL's query (`s3://b/x?endpoint_override=h` ->
+    `s3://b/x`): what to show a user (the query may carry an endpoint or credentials)."""
+    s = os.fspath(uri)
+    return s.partition("?")[0] if "://" in s else s
+
+
+def display_name(uri: str | os.PathLike) -> str:
+    """The last name of a local path or URL, without a URL's query (`s3://b/x/smoke?r=1` ->
+    `smoke`)."""
+    return strip_query(uri).rstrip("/").rsplit("/", 1)[-1]
+
+
 def result_file(name: str) -> bool:
     """Is `name` read as a result file (any `*.parquet` that is not hidden: the writer names
     them `<config_hash>-<run_id>.parquet`; a foreign one is read, and reported if foreign)?"""
     return not name.startswith(".") and name.endswith(".parquet")
+
+
+def is_part(name: str) -> bool:
+    """Is `name` a compacted part (`part-<id>.parquet`)?"""
+    return name.startswith(PART_PREFIX) and name.endswith(".parquet")
+
+
+def compactions(loc: Location, trial_infos: list[pafs.FileInfo] | None = None
+                ) -> dict[str, list[str]]:
+    """The compactions in flight in `loc` (their `trials/.compact-<id>.json`): part name ->
+    the source names it replaces (trials and curves files of those names)."""
+    infos = loc.listdir(TRIALS) if trial_infos is None else trial_infos
+    out: dict[str, list[str]] = {}
+    for i in infos:
+        if i.base_name.startswith(COMPACTING_PREFIX) and i.base_name.endswith(".json"):
+            try:
+                with loc.fs.open_input_stream(i.path) as f:
+                    rec = json.loads(f.readall().decode())
+                out[str(rec["part"])] = [str(x) for x in rec["sources"]]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # not written whole: written atomically, so only a foreign file
+    return out
+
+
+def live_files(loc: Location, sub: str) -> list[pafs.FileInfo]:
+    """The result files of `sub` a reader uses, sorted by name: every `*.parquet` that is not
+    hidden, except, while a compaction is in flight (grokray.sweep.compact), the sources of a
+    committed part (its trials part exists: the part holds their rows) and the curves part of
+    an uncommitted one. So each row is visible in exactly one file at every moment of a
+    compaction, also when it was killed half-way."""
+    infos = [i for i in loc.listdir(sub) if result_file(i.base_name)]
+    if sub not in (TRIALS, CURVES):
+        return sorted(infos, key=lambda i: i.base_name)
+    trial_infos = loc.listdir(TRIALS) if sub != TRIALS else None
+    all_trials = trial_infos if trial_infos is not None else loc.listdir(TRIALS)
+    flight = compactions(loc, all_trials)
+    if flight:
+        names = {i.base_name for i in all_trials}
+        hidden: set[str] = set()
+        for part, sources in flight.items():
+            hidden |= set(sources) if part in names else {part}
+        infos = [i for i in infos if i.base_name not in hidden]
+    return sorted(infos, key=lambda i: i.base_name)
 
 
 @dataclass(frozen=True)
@@ -153,29 +218,142 @@ class Tables:
 
 
 def read_dir(out_dir: str | os.PathLike | Location, sub: str, *,
-             columns: list[str] | None = None, required: tuple[str, ...] | list[str] = ()
-             ) -> Tables:
-    """Read every result file of `out_dir/sub`: Parquet, with the `required` columns and a
-    schema version this grokray reads. Damaged files are listed, not raised."""
+             columns: list[str] | None = None, required: tuple[str, ...] | list[str] = (),
+             where: dict[str, Any] | None = None) -> Tables:
+    """Read every live result file of `out_dir/sub` (`live_files`): Parquet, with the
+    `required` columns and a schema version this grokray reads; only `columns` (when given)
+    and only the rows whose columns hold one of the values of `where` (`{"config_hash":
+    [...]}`: pyarrow.dataset skips the row groups whose statistics rule them out; a file
+    without such a column has no matching row). Damaged files are listed, not raised."""
     loc = out_dir if isinstance(out_dir, Location) else Location.of(out_dir)
-    frames: list[pd.DataFrame] = []
     damaged: list[Damage] = []
     files: list[str] = []
     want = None if columns is None else list(dict.fromkeys([*columns, *required]))
-    for info in sorted(loc.listdir(sub), key=lambda i: i.base_name):
-        if not result_file(info.base_name):
+    tables: list[pa.Table] = []
+    for info in live_files(loc, sub):
+        t = read_arrow(loc, info.path, sub, columns=want, required=required, where=where,
+                       use_threads=False)
+        if isinstance(t, Damage):
+            damaged.append(t)
             continue
-        df = read_file(loc, info.path, sub, columns=want, required=required)
-        if isinstance(df, Damage):
-            damaged.append(df)
-            continue
-        df["file"] = info.base_name
         files.append(info.base_name)
-        if len(df):
-            frames.append(df)
-    frame = pd.concat(frames, ignore_index=True, sort=False) if frames else \
-        pd.DataFrame(columns=[*(want or required), "file"])
-    return Tables(frame, damaged, files)
+        if t.num_rows:
+            tables.append(t.append_column("file", pa.array([info.base_name] * t.num_rows,
+                                                            pa.string())))
+    if not tables:
+        return Tables(pd.DataFrame(columns=[*(want or required), "file"]), damaged, files)
+    return Tables(concat_frames(tables), damaged, files)
+
+
+def concat_frames(tables: list[pa.Table]) -> pd.DataFrame:
+    """Tables whose columns may differ (metric columns appear as they are computed) as one
+    DataFrame, missing cells null: one Arrow concatenation and one conversion, whatever the
+    number of files (per file where no type promotion reconciles two files)."""
+    try:
+        return pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return pd.concat([t.to_pandas() for t in tables], ignore_index=True, sort=False)
+
+
+def check_dir(out_dir: str | os.PathLike | Location, sub: str, *,
+              required: tuple[str, ...] | list[str] = ()) -> Tables:
+    """`read_dir` without the rows: each live file's footer is read (its columns, and its
+    schema_version from the row groups' statistics, the column itself only where a file has
+    none), so a check of 10^7 curve rows in a few parts reads a few kB. `frame` is empty."""
+    loc = out_dir if isinstance(out_dir, Location) else Location.of(out_dir)
+    damaged: list[Damage] = []
+    files: list[str] = []
+    for info in live_files(loc, sub):
+        bad = footer_problem(loc, info.path, sub, required)
+        if bad is None:
+            files.append(info.base_name)
+        else:
+            damaged.append(bad)
+    return Tables(pd.DataFrame(columns=[*required, "file"]), damaged, files)
+
+
+def footer_problem(loc: Location, path: str, sub: str,
+                   required: tuple[str, ...] | list[str]) -> Damage | None:
+    """What keeps one result file from being read, from its footer (`check_dir`), or None."""
+    try:
+        with loc.fs.open_input_file(path) as f:
+            pf = pq.ParquetFile(f)
+            names = pf.schema_arrow.names
+            missing = [c for c in required if c not in names]
+            if missing:
+                return Damage(path, f"missing column(s) {', '.join(missing)}: "
+                                    f"not a grokray {sub} table")
+            if "schema_version" not in names or not pf.metadata.num_rows:
+                return None
+            md = pf.metadata
+            i = [md.schema.column(j).path for j in range(md.num_columns)].index(
+                "schema_version")
+            lo = hi = None
+            for g in range(md.num_row_groups):
+                col = md.row_group(g).column(i)
+                st = col.statistics
+                if st is None or not st.has_min_max or st.null_count:
+                    lo = None
+                    break
+                lo = st.min if lo is None else min(lo, st.min)
+                hi = st.max if hi is None else max(hi, st.max)
+            if lo is not None and isinstance(lo, int) and 1 <= lo and hi <= SCHEMA_VERSION:
+                return None
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
+        text = " ".join(str(exc).split())[:200]
+        return Damage(path, f"cannot read: not a Parquet file, or a truncated one "
+                            f"({type(exc).__name__}: {text})")
+    t = read_arrow(loc, path, sub, columns=["schema_version"], required=required)
+    return t if isinstance(t, Damage) else None
+
+
+INDEX_COLUMNS = ["config_hash", "seed", "status", "run_id"]
+"""the identity index's columns (and `file`: where each row lives)"""
+
+
+def identities(out_dir: str | os.PathLike | Location,
+               config_hashes: list[str] | None = None) -> pd.DataFrame:
+    """The identity index of one sweep dir: `config_hash, seed, status, run_id, file` (the
+    trials file the row lives in), one row per trials row, read from the identity columns of
+    the live trials files only (of those rows whose config_hash is in `config_hashes`, when
+    given: pyarrow.dataset reads only the row groups whose config_hash range can hold one).
+    Stored hashes: rows older than schema 3 are re-identified by the store
+    (grokray.sweep.store.Manifest). SchemaError (grokray.errors) naming every damaged file."""
+    from grokray.errors import SchemaError
+
+    loc = out_dir if isinstance(out_dir, Location) else Location.of(out_dir)
+    where = None if config_hashes is None else {"config_hash": sorted(set(config_hashes))}
+    t = read_dir(loc, TRIALS, columns=INDEX_COLUMNS, required=INDEX_COLUMNS, where=where)
+    if t.damaged:
+        raise SchemaError(problems_error(strip_query(os.fspath(out_dir)) if not isinstance(
+            out_dir, Location) else out_dir.path, t.damaged))
+    return t.frame[[*INDEX_COLUMNS, "file"]].reset_index(drop=True)
+
+
+def sweep_dirs_of(root: str | os.PathLike) -> list[str]:
+    """The sweep dirs of a store: `root` itself when it has trials/, else each subdir that
+    does (a lab's results root), as paths or URLs (a URL keeps its query)."""
+    s = os.fspath(root)
+    loc = Location.of(s)
+    if loc.is_dir(TRIALS):
+        return [s]
+    return [join_uri(s, n) for n in loc.subdirs() if loc.is_dir(n, TRIALS)]
+
+
+def lookup(roots: str | os.PathLike | list, config_hashes: list[str]) -> pd.DataFrame:
+    """Where the rows of some identities live across a store: for each sweep dir of `roots`
+    (`sweep_dirs_of`), the index rows of `config_hashes` (`identities`), with a `dir` column.
+    A service that reuses finished trials asks this instead of scanning every dir."""
+    roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
+    frames = []
+    for root in roots:
+        for d in sweep_dirs_of(root):
+            df = identities(d, config_hashes)
+            if len(df):
+                frames.append(df.assign(dir=d))
+    if not frames:
+        return pd.DataFrame(columns=[*INDEX_COLUMNS, "file", "dir"])
+    return pd.concat(frames, ignore_index=True)
 
 
 def read_plan(out_dir: str | os.PathLike) -> dict[str, Any] | None:
@@ -190,10 +368,12 @@ def read_plan(out_dir: str | os.PathLike) -> dict[str, Any] | None:
 
 def read_arrow(loc: Location, path: str, sub: str, *, columns: list[str] | None = None,
                required: tuple[str, ...] | list[str] = (), exclude: tuple[str, ...] = (),
-               use_threads: bool = True) -> pa.Table | Damage:
+               use_threads: bool = True, where: dict[str, Any] | None = None
+               ) -> pa.Table | Damage:
     """One result file of `sub` (`trials` or `curves`) as an Arrow table (only the `columns`
-    it has, when given; never those in `exclude`), or the `Damage` that keeps it from being
-    read. `use_threads=False` decodes in the calling thread: faster for a small file (a caller
+    it has, when given; never those in `exclude`; only rows matching `where`, read through
+    pyarrow.dataset: `read_dir`), or the `Damage` that keeps it from being read.
+    `use_threads=False` decodes in the calling thread: faster for a small file (a caller
     reading many files in a few threads of its own)."""
     try:
         with loc.fs.open_input_file(path) as f:
@@ -206,7 +386,16 @@ def read_arrow(loc: Location, path: str, sub: str, *, columns: list[str] | None 
             cols = None if columns is None else [c for c in columns if c in names]
             if exclude:
                 cols = [c for c in (cols or names) if c not in exclude]
-            table = pf.read(columns=cols, use_threads=use_threads)
+            if where and set(where) <= set(names):
+                frag = ds.dataset(path, filesystem=loc.fs, format="parquet",
+                                  schema=pf.schema_arrow)
+                table = frag.to_table(columns=cols, filter=where_expr(where),
+                                      use_threads=use_threads)
+            elif where:  # a column `where` names is absent: no row matches
+                table = pf.schema_arrow.empty_table()
+                table = table.select(cols) if cols is not None else table
+            else:
+                table = pf.read(columns=cols, use_threads=use_threads)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
         text = " ".join(str(exc).split())[:200]
         return Damage(path, f"cannot read: not a Parquet file, or a truncated one "
@@ -219,6 +408,15 @@ def read_arrow(loc: Location, path: str, sub: str, *, columns: list[str] | None 
         if bad is not None:
             return Damage(path, bad[0], repairable=bad[1])
     return table
+
+
+def where_expr(where: dict[str, Any]) -> ds.Expression:
+    """`{column: values}` as a pyarrow.dataset filter: each column's value among its values."""
+    expr = None
+    for col, values in where.items():
+        e = ds.field(col).isin(list(values))
+        expr = e if expr is None else expr & e
+    return expr
 
 
 def read_file(loc: Location, path: str, sub: str, *, columns: list[str] | None = None,

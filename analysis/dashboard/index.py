@@ -1,12 +1,16 @@
-"""A sweep output dir held in memory: read whole once, then only the files that changed.
+"""A sweep output dir's trials held in memory, its curves read per view: reread only what changed.
 
-`SweepIndex.refresh()` lists `trials/` and `curves/` and reads each new or rewritten file on its
-own (through `grokray.reader.read_file`, the one reader), so a refresh after a sweep wrote a few
-trials costs those few files, not the dir. Curves are kept compact (a run code, seed, step and
-the numeric columns) so that 10^6 curve rows fit in tens of MB. Nothing here writes.
+`SweepIndex.refresh()` lists the live `trials/` and `curves/` files (`grokray.reader.live_files`:
+per-trial files and compacted parts, a compaction in flight never shown twice) and reads each
+new or rewritten trials file on its own (through `grokray.reader.read_arrow`, the one reader),
+so a refresh after a sweep wrote a few trials costs those few files, not the dir. Of a curves
+file only its footer is read then (its columns, its schema version); a view reads the columns
+and the runs it draws (`read_curves`: pyarrow.dataset skips the row groups of other config
+hashes), so resident memory is the trials table plus one view's curves, whatever the store
+holds. Nothing here writes. A dir may be a local path or a URL (`s3://...`).
 
-Only files under the dir are read: a symlink whose target lies outside it is named as a problem
-and skipped, like a damaged file.
+Only files under a local dir are read: a symlink whose target lies outside it is named as a
+problem and skipped, like a damaged file.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from grokray import reader
 from grokray.errors import SchemaError
@@ -69,54 +74,49 @@ class SweepIndex:
     _codes: dict[str, int] = field(default_factory=dict, repr=False)
     _hashes: list[str] = field(default_factory=list, repr=False)
     _trials: pd.DataFrame | None = field(default=None, repr=False)
-    _curves: pd.DataFrame | None = field(default=None, repr=False)
     _raw_trials: pd.DataFrame | None = field(default=None, repr=False)
-    _curve_parts: list[pd.DataFrame] = field(default_factory=list, repr=False)
+    _curve_cols: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _curve_files: list[str] = field(default_factory=list, repr=False)
+    _loc: reader.Location | None = field(default=None, repr=False)
     _next_fid: int = field(default=0, repr=False)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     # ------------------------------------------------------------------ reading
 
+    @property
+    def loc(self) -> reader.Location:
+        """Where the dir lives (a local path or a URL)."""
+        if self._loc is None:
+            self._loc = reader.Location.of(self.path)
+        return self._loc
+
     def _listing(self, sub: str) -> dict[str, tuple[str, _Stamp | str]]:
-        """name -> (path, stamp) of the result files of `sub`; a str instead of a stamp says
-        why the file is refused (a symlink out of the dir)."""
-        d = os.path.join(self.path, sub)
+        """name -> (path, stamp) of the live result files of `sub`; a str instead of a stamp
+        says why the file is refused (a symlink out of the dir)."""
         out: dict[str, tuple[str, _Stamp | str]] = {}
-        try:
-            entries = list(os.scandir(d))
-        except (FileNotFoundError, NotADirectoryError):
-            return out
-        for e in entries:
-            if not reader.result_file(e.name):
+        loc = self.loc
+        for info in reader.live_files(loc, sub):
+            if loc.is_local and os.path.islink(info.path) and not inside(self.path, info.path):
+                out[info.base_name] = (info.path, "a symlink to a file outside the dir: not read")
                 continue
-            if e.is_symlink() and not inside(self.path, e.path):
-                out[e.name] = (e.path, "a symlink to a file outside the dir: not read")
-                continue
-            try:
-                st = e.stat()
-            except OSError:
-                continue  # removed between the listing and the stat (repair moved it)
-            if not os.path.isfile(e.path):
-                continue
-            out[e.name] = (e.path, _Stamp(st.st_mtime_ns, st.st_size))
+            out[info.base_name] = (info.path, _Stamp(info.mtime_ns or 0, info.size or 0))
         return out
 
     def _read_trials(self, path: str) -> pa.Table | reader.Damage:
-        loc = reader.Location.of(os.path.dirname(path))
-        return reader.read_arrow(loc, path, TRIALS, required=TRIAL_REQUIRED_COLUMNS,
-                                exclude=(CONFIG_JSON_COLUMN,), use_threads=False)  # large, unshown
+        return reader.read_arrow(self.loc, path, TRIALS, required=TRIAL_REQUIRED_COLUMNS,
+                                 exclude=(CONFIG_JSON_COLUMN,), use_threads=False)  # unshown
 
     def _read_curves(self, path: str) -> pa.Table | reader.Damage:
-        """config_hash and the numeric columns: the strings of every row (sweep, run_id,
-        group, arch, arm) are the trial's, kept once in the trials."""
-        loc = reader.Location.of(os.path.dirname(path))
-        t = reader.read_arrow(loc, path, CURVES, required=CURVE_READ_REQUIRED_COLUMNS,
-                             use_threads=False)
-        if isinstance(t, reader.Damage):
-            return t
-        keep = ["config_hash"] + [f.name for f in t.schema if f.name != "schema_version" and (
+        """A curves file's footer only (its columns and schema version): no rows, or the
+        damage. A view reads the rows it draws (`read_curves`)."""
+        bad = reader.footer_problem(self.loc, path, CURVES, CURVE_READ_REQUIRED_COLUMNS)
+        if bad is not None:
+            return bad
+        with self.loc.fs.open_input_file(path) as f:
+            schema = pq.ParquetFile(f).schema_arrow
+        self._curve_cols[path] = [f.name for f in schema if f.name not in _CURVE_STRINGS and (
             pa.types.is_integer(f.type) or pa.types.is_floating(f.type))]
-        return t.select(keep)
+        return pa.table({"config_hash": pa.array([], pa.string())})
 
     def refresh(self) -> bool:
         """Read what changed since the last call; True when the rows changed."""
@@ -142,7 +142,8 @@ class SweepIndex:
         for n in gone:
             self._stamps.pop((sub, n))
             drop.append(self._fids.pop((sub, n), -1))
-            self.problems.pop(os.path.join(self.path, sub, n), None)
+            self.problems.pop(self.loc.join(sub, n), None)
+            self._curve_cols.pop(self.loc.join(sub, n), None)
         todo = []
         for name, (path, stamp) in listing.items():
             if isinstance(stamp, str):
@@ -161,6 +162,7 @@ class SweepIndex:
             drop.append(self._fids.pop((sub, name), -1))
             if isinstance(t, reader.Damage):
                 self.problems[path] = t.line(self.path)
+                self._curve_cols.pop(path, None)
                 continue
             self.problems.pop(path, None)
             fid = self._next_fid
@@ -185,21 +187,57 @@ class SweepIndex:
                 else None
             self._trials = None
         else:
-            if drop:
-                old = self.curves
-                self._curve_parts = [old[~old[FID].isin(drop)]] if len(old) else []
-            if new is not None and len(new):
-                self._curve_parts.append(self._compact(new))
-            self._curves = None
+            self._curve_files = sorted(p for p in self._curve_cols)
         pa.default_memory_pool().release_unused()  # the files' Arrow buffers are pandas' now
 
-    def _compact(self, df: pd.DataFrame) -> pd.DataFrame:
+    def read_curves(self, metrics: list[str] | None = None, runs: pd.DataFrame | None = None
+                    ) -> pd.DataFrame:
+        """Curve rows: cfg (the run code), seed, step and the `metrics` columns (every numeric
+        column when None), of the runs in `runs` (rows with a config_hash; all runs when None;
+        their row groups only, pyarrow.dataset). A file found damaged now is named in
+        `problems` and skipped."""
+        with self.lock:
+            files = list(self._curve_files)
+        want = None if metrics is None else ["config_hash", "seed", "step", *metrics]
+        where = None if runs is None else {"config_hash": sorted(set(runs["config_hash"]))}
+        frames = []
+        for path in files:
+            t = reader.read_arrow(self.loc, path, CURVES, columns=want, where=where,
+                                  required=CURVE_READ_REQUIRED_COLUMNS, use_threads=False)
+            if isinstance(t, reader.Damage):
+                with self.lock:
+                    self.problems[path] = t.line(self.path)
+                continue
+            if not t.num_rows:
+                continue
+            keep = ["config_hash"] + [f.name for f in t.schema if f.name not in _CURVE_STRINGS
+                                      and (pa.types.is_integer(f.type)
+                                           or pa.types.is_floating(f.type))]
+            frames.append(self._coded(t.select(keep)))
+        if not frames:
+            return pd.DataFrame(columns=["cfg", "seed", "step", *(metrics or [])])
+        out = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True,
+                                                            sort=False)
+        for m in metrics or []:
+            if m not in out.columns:
+                out[m] = np.nan
+        return out
+
+    def _coded(self, t: pa.Table) -> pd.DataFrame:
         """config_hash -> an int32 run code (the page asks for runs by code and seed)."""
-        h = df["config_hash"].astype("category")
-        codes = np.array([self._code(x) for x in h.cat.categories], dtype=np.int32)
-        df = df.drop(columns=["config_hash"])
-        df.insert(0, "cfg", codes[h.cat.codes.to_numpy()])
+        h = t.column("config_hash").combine_chunks().dictionary_encode()
+        with self.lock:
+            codes = np.array([self._code(x) for x in h.dictionary.to_pylist()], dtype=np.int32)
+        df = t.drop_columns(["config_hash"]).to_pandas()
+        idx = h.indices.to_numpy(zero_copy_only=False)
+        df.insert(0, "cfg", codes[idx] if len(codes) else np.zeros(len(df), np.int32))
         return df
+
+    @property
+    def curve_columns(self) -> list[str]:
+        """The numeric curve columns some live curves file has (from the footers)."""
+        with self.lock:
+            return sorted({c for cols in self._curve_cols.values() for c in cols})
 
     # ------------------------------------------------------------------ tables
 
@@ -233,15 +271,9 @@ class SweepIndex:
 
     @property
     def curves(self) -> pd.DataFrame:
-        """Every curve row: cfg (run code), seed, step and the numeric columns."""
-        with self.lock:
-            if self._curves is None:
-                parts = self._curve_parts
-                self._curves = pd.DataFrame(columns=["cfg", "seed", "step", FID]) if not parts \
-                    else parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True,
-                                                                     sort=False)
-                self._curve_parts = [self._curves] if parts else []
-            return self._curves
+        """Every curve row (cfg, seed, step and the numeric columns), read now: a view reads
+        only what it draws (`read_curves`)."""
+        return self.read_curves()
 
     def config_hash(self, code: int) -> str:
         """The config_hash of a run code."""
@@ -254,14 +286,14 @@ class SweepIndex:
 
 
 def sweep_dirs(path: str) -> list[str]:
-    """The sweep output dirs of `path`: itself when it has trials/, else its subdirs that do
-    (an output root such as the ledger's)."""
-    if os.path.isdir(os.path.join(path, TRIALS)):
+    """The sweep output dirs of `path` (a local path or a URL): itself when it has trials/,
+    else its subdirs that do (an output root such as the ledger's)."""
+    loc = reader.Location.of(path)
+    if loc.is_dir(TRIALS):
         return [path]
-    subs = sorted(os.path.join(path, n) for n in os.listdir(path)
-                  if os.path.isdir(os.path.join(path, n, TRIALS))
-                  and inside(path, os.path.join(path, n)))
-    return subs
+    subs = [reader.join_uri(path, n) if "://" in path else os.path.join(path, n)
+            for n in loc.subdirs() if loc.is_dir(n, TRIALS)]
+    return [d for d in subs if "://" in path or inside(path, d)]
 
 
 def _concat(tables: list[pa.Table]) -> pd.DataFrame:

@@ -1,4 +1,5 @@
-"""What each part of the page shows, as plain JSON values, from a `SweepIndex` in memory.
+"""What each part of the page shows, as plain JSON values, from a `SweepIndex` (its trials in
+memory, the curves a view draws read for it).
 
 Counts are counts of rows; every statistic (median and IQR bands, Kaplan-Meier medians) comes
 from the analysis package (`grokray_analysis.curves.curve_bands`, `grokray_analysis.survival`). A
@@ -132,8 +133,10 @@ def _keys(cfg, seed) -> np.ndarray:
 def _runs_curves(ix: SweepIndex, T: pd.DataFrame, metric: str, filtered: bool
                  ) -> pd.DataFrame:
     """The curve rows of the runs in T, with arm and config_hash for `curve_bands`."""
-    C = ix.curves
-    if C.empty or metric not in C.columns or T.empty:
+    if metric not in ix.curve_columns or T.empty:
+        return pd.DataFrame(columns=["arm", "config_hash", "seed", "step", metric])
+    C = ix.read_curves([metric], T if filtered else None)
+    if C.empty:
         return pd.DataFrame(columns=["arm", "config_hash", "seed", "step", metric])
     arms = sorted(T["arm"].unique())
     lut = np.full(int(max(C["cfg"].max(), T["cfg"].max())) + 1, -1, np.int32)  # cfg -> arm
@@ -149,7 +152,7 @@ def _runs_curves(ix: SweepIndex, T: pd.DataFrame, metric: str, filtered: bool
 def metrics_of(ix: SweepIndex) -> list[str]:
     """The curve columns that can be drawn (val_acc first)."""
     skip = {*CURVE_KEY_COLUMNS, "cfg", FID}
-    cols = [c for c in ix.curves.columns if c not in skip]
+    cols = [c for c in ix.curve_columns if c not in skip]
     return sorted(cols, key=lambda c: (c != "val_acc", c != "train_acc", c))
 
 
@@ -197,9 +200,9 @@ def seed_curves(ix: SweepIndex, arm: str, metric: str, where: dict[str, list[str
     T = _filtered(ix.trials, where)
     T = T[T["arm"] == arm].sort_values(["config_hash", "seed"])
     shown = T.head(limit)
-    C = ix.curves
     runs = []
-    if not C.empty and metric in C.columns:
+    if metric in ix.curve_columns and len(shown):
+        C = ix.read_curves([metric], shown)
         C = C[np.isin(_keys(C["cfg"], C["seed"]), _keys(shown["cfg"], shown["seed"]))]
         by = {k: g for k, g in C.groupby(["cfg", "seed"], sort=False)}
         for r in shown.itertuples(index=False):

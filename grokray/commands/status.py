@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from grokray.errors import GrokrayError, SchemaError
@@ -58,14 +57,14 @@ def status_tables(sweep_dir: str) -> dict:
         raise GrokrayError(f"no sweep output at {sweep_dir}; give OUT/<sweep> of a sweep that ran")
     cols = [*ID_COLUMNS, "arch", "arm", "group", "wall_s"]
     t = reader.read_dir(loc, store.TRIALS, columns=cols, required=ID_COLUMNS)
-    c = reader.read_dir(loc, store.CURVES, columns=["config_hash"],
-                       required=("config_hash", "seed", "step"))
+    c = reader.check_dir(loc, store.CURVES, required=("config_hash", "seed", "step"))
     _, r_damaged = reader.read_recomputed(loc, columns=["config_hash"])
-    problems = [d.line(sweep_dir) for d in t.damaged + c.damaged + r_damaged]
+    shown = reader.strip_query(sweep_dir)
+    problems = [d.line(shown) for d in t.damaged + c.damaged + r_damaged]
     for name in store.missing_curves(sweep_dir, t.frame):
         problems.append(f"{loc.join(store.CURVES, name)}: missing (the curves of "
                         f"{loc.join(store.TRIALS, name)}); repair: grokray status --repair "
-                        f"{sweep_dir} (moves the trials file to quarantine/; its trials run "
+                        f"{shown} (moves the trials file to quarantine/; its trials run "
                         "again on the next sweep)")
     if problems:
         raise SchemaError("\n".join(problems))
@@ -122,12 +121,14 @@ def _warning(s: dict) -> str | None:
 
 
 def render_status(sweep_dir: str, s: dict | None = None) -> str:
-    """The text `grokray status` prints."""
+    """The text `grokray status` prints (a URL shown without its query, which may carry an
+    endpoint or credentials)."""
+    from grokray.reader import display_name, strip_query  # lazy: loads pandas
     s = s or status_tables(sweep_dir)
     st = s["by_status"]
     planned = s["planned_rows"]
     lines = [
-        f"sweep {os.path.basename(sweep_dir.rstrip('/'))} ({sweep_dir}): "
+        f"sweep {display_name(sweep_dir)} ({strip_query(sweep_dir)}): "
         f"{s['trials']} trials with rows ({s['trials_failed']} with failures), "
         f"{s['rows']} seed-rows" + (f" of {planned} planned, {s['pending_rows']} pending"
                                     if planned is not None else ""),

@@ -4,6 +4,9 @@ Layout of one output dir (a sweep's `OUT/<sweep>/`, or `grokray run --out DIR`):
 
     trials/<config_hash>-<run_id>.parquet      one row per (config, seed)
     curves/<config_hash>-<run_id>.parquet      one row per (config, seed, eval step)
+    trials/part-<id>.parquet, curves/part-<id>.parquet
+                                               the same rows of many trials, compacted
+                                               (grokray.sweep.compact)
     snapshots/<config_hash>-<run_id>.parquet   one row per (config, seed, step, tensor)
     recomputed/<metric>/<config_hash>-<recompute_id>.parquet
                                                one row per (config, seed, snapshot step)
@@ -16,8 +19,11 @@ curves files are written before its trials file, so a trials file is the "done" 
 A full disk raises `DiskFullError` (one line: which file, how much the sweep still needs, free
 space and run the same command to resume).
 
-The row identity is `(config_hash, seed)`. `Manifest` reads the identity columns of every trials
-file; `repair` removes what an interrupted writer may have left (temporary files, curves without
+The row identity is `(config_hash, seed)`. `Manifest` reads the identity columns of every live
+trials file (`grokray.reader.live_files`; compacted parts are few and large, so this is the
+identity index a dry run, a resume and status look up); `repair` settles a compaction a
+killed process left (`settle_compactions`), then removes what an interrupted writer may have
+left (temporary files, curves without
 their trials, a row superseded by a newer run of the same identity), so that after it each
 identity has exactly one row on disk.
 """
@@ -299,8 +305,7 @@ class Manifest:
         """Read the identity columns of every trials file in `out_dir` (SchemaError naming
         every damaged file and how to repair it; v1 and v2 rows: their current identity,
         `current_identity`)."""
-        t = reader.read_dir(os.fspath(out_dir), TRIALS,
-                           columns=[*ID_COLUMNS, "schema_version", CONFIG_JSON],
+        t = reader.read_dir(os.fspath(out_dir), TRIALS, columns=[*ID_COLUMNS, "schema_version"],
                            required=ID_COLUMNS)
         if t.damaged:
             raise SchemaError(reader.problems_error(os.fspath(out_dir), t.damaged))
@@ -308,10 +313,15 @@ class Manifest:
         if len(rows) and "schema_version" in rows and (rows["schema_version"] < IDENTITY_VERSION
                                                        ).any():
             rows = rows.copy()
-            rows["config_hash"] = current_identity(rows)
+            rows["config_hash"] = reidentified(out_dir, rows)
         rows = rows[[*ID_COLUMNS, "file"]].copy()
         rows["seed"] = rows["seed"].astype(int)
         return cls(rows.reset_index(drop=True))
+
+    def where(self, config_hash: str, seed: int) -> str | None:
+        """The trials file that holds the row of an identity (None: no row)."""
+        hit = self.rows[(self.rows["config_hash"] == config_hash) & (self.rows["seed"] == seed)]
+        return None if hit.empty else str(hit["file"].iloc[-1])
 
     def done(self, include_failed: bool = True) -> set[tuple[str, int]]:
         """Identities with a row (failed ones only when `include_failed`)."""
@@ -320,6 +330,42 @@ class Manifest:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+
+def settle_compactions(out_dir: str | os.PathLike | Location) -> dict[str, int]:
+    """Finish every compaction a killed process left (grokray.sweep.compact): forward when its
+    trials part is there (the rest of its sources deleted), back when not (its curves part
+    deleted); returns how many went forward and back."""
+    loc = out_dir if isinstance(out_dir, Location) else Location.of(out_dir)
+    done = {"forward": 0, "back": 0}
+    infos = loc.listdir(reader.TRIALS)
+    flight = reader.compactions(loc, infos)
+    names = {i.base_name for i in infos}
+    for part, sources in flight.items():
+        if part in names:
+            for name in sources:
+                delete_result(loc, name)
+            done["forward"] += 1
+        else:
+            if loc.exists(reader.CURVES, part):
+                loc.fs.delete_file(loc.join(reader.CURVES, part))
+            done["back"] += 1
+        loc.fs.delete_file(compaction_record(loc, part))
+    return done
+
+
+def compaction_record(loc: Location, part: str) -> str:
+    """The `trials/.compact-<id>.json` of a part."""
+    cid = part[len(reader.PART_PREFIX):-len(".parquet")]
+    return loc.join(reader.TRIALS, f"{reader.COMPACTING_PREFIX}{cid}.json")
+
+
+def delete_result(loc: Location, name: str) -> None:
+    """Delete the curves and trials files of one name (trials last: the done mark)."""
+    for sub in (reader.CURVES, reader.TRIALS):
+        path = loc.join(sub, name)
+        if loc.exists(sub, name):
+            loc.fs.delete_file(path)
 
 
 def repair(out_dir: str | os.PathLike) -> dict[str, int]:
@@ -331,6 +377,7 @@ def repair(out_dir: str | os.PathLike) -> dict[str, int]:
     recomputed rows whose trial run is gone, and rows recomputed twice (`grokray recompute`).
     """
     loc = Location.of(out_dir)
+    settle_compactions(loc)
     removed = {"temp_files": 0, "orphan_curves": 0, "orphan_snapshots": 0, "superseded_rows": 0}
     for sub in (TRIALS, CURVES, SNAPSHOTS):
         for info in loc.listdir(sub):
@@ -338,32 +385,55 @@ def repair(out_dir: str | os.PathLike) -> dict[str, int]:
                 loc.fs.delete_file(info.path)
                 removed["temp_files"] += 1
     trial_files = {i.base_name for i in loc.listdir(TRIALS) if _file_key(i.base_name)}
-    for sub in (CURVES, SNAPSHOTS):
-        for info in loc.listdir(sub):
-            if _file_key(info.base_name) and info.base_name not in trial_files:
+    for info in loc.listdir(CURVES):
+        if _file_key(info.base_name) and info.base_name not in trial_files:
+            loc.fs.delete_file(info.path)
+            removed["orphan_curves"] += 1
+    snaps = [i for i in loc.listdir(SNAPSHOTS)
+             if _file_key(i.base_name) and i.base_name not in trial_files]
+    if snaps:  # a compacted trial's snapshots keep their name: its row names them
+        t = reader.read_dir(loc, TRIALS, columns=["config_hash", "run_id"],
+                            required=("config_hash", "run_id"))
+        runs = None if t.damaged else {result_file_name(h, r) for h, r in zip(
+            t.frame["config_hash"], t.frame["run_id"], strict=True)}
+        for info in snaps if runs is not None else []:
+            if info.base_name not in runs:
                 loc.fs.delete_file(info.path)
-                removed[f"orphan_{sub}"] += 1
+                removed["orphan_snapshots"] += 1
     rows = Manifest.load(out_dir).rows
     if rows.empty:
         return _repair_recomputed(loc, removed)
     newest = rows.groupby(["config_hash", "seed"])["run_id"].transform("max")
     stale = rows[rows["run_id"] < newest]
     for fname, grp in stale.groupby("file"):
-        drop = set(zip(grp["config_hash"], grp["seed"].astype(int), strict=False))
+        drop = set(zip(grp["config_hash"], grp["seed"].astype(int), grp["run_id"],
+                       strict=True))  # current identity and run: a part may hold the newest too
         removed["superseded_rows"] += len(drop)
-        for sub in (SNAPSHOTS, CURVES, TRIALS):  # trials last: it is the done mark
-            path = loc.join(sub, fname)
-            if not loc.exists(sub, fname):
+        tpath = loc.join(TRIALS, fname)
+        trials = loc.read_table(tpath)
+        tkeep = [(h, int(s), r) not in drop for h, s, r in zip(
+            current_identity(trials), trials["seed"], trials["run_id"], strict=True)]
+        gone = trials[[not k for k in tkeep]]
+        stored = set(zip(gone["config_hash"], gone["seed"].astype(int), gone["run_id"],
+                         strict=True))  # as the curves and snapshots rows name them
+        snaps = sorted({result_file_name(h, r) for h, _, r in stored})
+        for sub, name in [*((SNAPSHOTS, n) for n in snaps), (CURVES, fname)]:
+            if not loc.exists(sub, name):
                 continue
+            path = loc.join(sub, name)
             df = loc.read_table(path)
-            ids = zip(current_identity(df), df["seed"], strict=True)
-            keep = [(h, int(s)) not in drop for h, s in ids]
+            keep = [(h, int(s), r) not in stored for h, s, r in zip(
+                df["config_hash"], df["seed"], df["run_id"], strict=True)]
             if all(keep):
                 continue
             if any(keep):
                 loc.write_table(path, df[keep].reset_index(drop=True))
             else:
                 loc.fs.delete_file(path)
+        if any(tkeep):  # trials last: it is the done mark
+            loc.write_table(tpath, trials[tkeep].reset_index(drop=True))
+        else:
+            loc.fs.delete_file(tpath)
     return _repair_recomputed(loc, removed)
 
 
@@ -416,6 +486,20 @@ def _repair_recomputed(loc: Location, removed: dict[str, int]) -> dict[str, int]
             else:
                 loc.fs.delete_file(path)
     return removed
+
+
+def reidentified(out_dir: str | os.PathLike, rows: pd.DataFrame) -> list[str]:
+    """`current_identity` of `rows` (config_hash, schema_version), reading config_json only for
+    the rows older than IDENTITY_VERSION (a stored hash names one config, so one config_json per
+    old stored hash is enough)."""
+    old = rows["schema_version"] < IDENTITY_VERSION
+    hashes = sorted(set(rows.loc[old, "config_hash"]))
+    t = reader.read_dir(os.fspath(out_dir), TRIALS,
+                        columns=["config_hash", "schema_version", CONFIG_JSON],
+                        required=ID_COLUMNS, where={"config_hash": hashes})
+    cj = t.frame[t.frame["schema_version"] < IDENTITY_VERSION].drop_duplicates("config_hash")
+    new = dict(zip(cj["config_hash"], current_identity(cj), strict=True))
+    return [new.get(h, h) if o else h for h, o in zip(rows["config_hash"], old, strict=True)]
 
 
 def current_identity(df: pd.DataFrame) -> list[str]:

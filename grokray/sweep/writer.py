@@ -2,7 +2,8 @@
 a plan's missing trials into it.
 
 Every finished trial is written as it ends, once. After a rerun the older rows of the same
-identities are removed (`store.repair`), so the directory keeps one row per identity.
+identities are removed (`store.repair`), so the directory keeps one row per identity; at the end
+of a run a dir with many per-trial files is compacted (`grokray.sweep.compact.after_run`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pandas as pd
 
 from grokray.config import TrialConfig
 from grokray.result import SeedResult, TrialResult
-from grokray.sweep import store
+from grokray.sweep import compact, store
 from grokray.sweep.checkpoint_box import serve
 from grokray.sweep.executors.base import Executor
 from grokray.sweep.outcome import Outcome
@@ -158,4 +159,5 @@ def run_plan(plan: Plan, backend: Executor, display: Any | None = None,
     channel.close()
     if plan.rerun:
         store.repair(spec.sweep_dir)
+    compact.after_run(spec.sweep_dir)  # a big dir's per-trial files into a few parts
     return writer

@@ -12,6 +12,7 @@ goes through `restore` and `replay` too, its members' state read from the checkp
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from grokray.errors import GrokrayError
 from grokray.optim.state import load_member_state
 from grokray.pickup import SeedPickup
 from grokray.result import SeedResult
-from grokray.schema import CURVE_KEY_COLUMNS, METRIC_PREFIX
+from grokray.schema import CONFIG_JSON_COLUMN, CURVE_KEY_COLUMNS, IDENTITY_VERSION, METRIC_PREFIX
 from grokray.snapshots import STATE, to_tensor
 from grokray.trainer.evaluate import Evaluator
 from grokray.trainer.snapshot_hooks import SnapshotHooks
@@ -103,19 +104,29 @@ def load(cfg: TrialConfig) -> Resumed:
     loc = reader.Location.of(r.out)
     seeds, copied = set(cfg.seeds), set(r.copied)
 
-    def read(sub: str) -> pd.DataFrame:
+    def read(sub: str, names: list[str], runs: set | None = None) -> pd.DataFrame:
         frames = []
-        for name in r.files:
+        for name in names:
             if not loc.exists(sub, name):
                 if sub == SNAPSHOTS:
                     continue
                 raise GrokrayError(f"cannot continue {cfg.config_hash()}: {r.out}/{sub}/{name} "
                                    "is gone; run the sweep again to train it from step 0")
             df = loc.read_table(loc.join(sub, name))
-            frames.append(df[df["seed"].astype(int).isin(seeds)])
+            df = df[df["seed"].astype(int).isin(seeds)]
+            if runs is not None:  # a compacted file holds other trials' rows too
+                df = df[[(h, r) in runs for h, r in zip(df["config_hash"], df["run_id"],
+                                                        strict=True)]]
+            frames.append(df)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
-    trials, curves, snaps = read(TRIALS), read(CURVES), read(SNAPSHOTS)
+    trials = read(TRIALS, r.files)
+    if len(trials):
+        trials = trials[[h == r.config_hash for h in _identities(trials)]]
+    runs = set(zip(trials["config_hash"], trials["run_id"], strict=True)) if len(trials) \
+        else set()
+    curves = read(CURVES, r.files, runs)
+    snaps = read(SNAPSHOTS, sorted(f"{h}-{run}.parquet" for h, run in runs), runs)
     out = Resumed(config_hash=r.config_hash, step=int(r.step), seeds={}, copied={})
     for s in cfg.seeds:
         c = curves[curves["seed"].astype(int) == s].sort_values("step")
@@ -135,6 +146,17 @@ def load(cfg: TrialConfig) -> Resumed:
         params.update({k[len("param."):]: v for k, v in state.items() if k.startswith("param.")})
         out.seeds[s] = SeedPickup(rows=_rows(c[c["step"] < r.step]), snapshots=_records(before),
                                  params=params, state=state)
+    return out
+
+
+def _identities(trials: pd.DataFrame) -> list[str]:
+    """Each trials row's current identity (a row older than IDENTITY_VERSION: from its
+    config_json, as grokray.sweep.store.current_identity gives it)."""
+    out = []
+    for h, v, cj in zip(trials["config_hash"], trials["schema_version"],
+                        trials.get(CONFIG_JSON_COLUMN, [None] * len(trials)), strict=True):
+        old = int(v) < IDENTITY_VERSION and isinstance(cj, str)
+        out.append(TrialConfig.from_dict(json.loads(cj)).config_hash() if old else h)
     return out
 
 
