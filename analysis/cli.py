@@ -245,15 +245,28 @@ def main(args: argparse.Namespace) -> int:
     if args.analysis == "report":
         from pathlib import Path
 
+        from grokray import reader
+
         if args.html:
             from grokray_analysis.htmlreport import build_html_report as build_report
         else:
             from grokray_analysis.report import build_report
 
         name = "report.html" if args.html else "report.md"
-        out = args.output or Path(args.paths[0]) / "report" / name
-        path = build_report(args.paths, out, n_boot=args.bootstrap, seed=args.seed)
-        print(f"wrote {path}")
+        out = args.output or reader.join_uri(str(args.paths[0]), "report", name)
+        if "://" not in str(out):
+            path = build_report(args.paths, Path(out), n_boot=args.bootstrap, seed=args.seed)
+            print(f"wrote {path}")
+            return 0
+        import tempfile  # a URL (s3://...): build here, then put the files beside the sweep
+
+        with tempfile.TemporaryDirectory() as tmp:
+            base, _, query = str(out).partition("?")
+            build_report(args.paths, Path(tmp) / base.rsplit("/", 1)[-1],
+                         n_boot=args.bootstrap, seed=args.seed)
+            dest = base.rsplit("/", 1)[0] + (f"?{query}" if query else "")
+            wrote = reader.copy_into(tmp, dest)
+        print(f"wrote {reader.strip_query(out)} ({len(wrote)} file(s))")
         return 0
     from grokray_analysis.tables import render
 

@@ -124,6 +124,23 @@ def join_uri(uri: str, *parts: str) -> str:
     return "/".join([base.rstrip("/"), *parts]) + sep + query
 
 
+def copy_into(local_dir: str | os.PathLike, uri: str) -> list[str]:
+    """Copy the files directly under a local dir into the dir `uri` (a URL: one PUT each);
+    returns their URLs, shown without the query. What writes a report next to a sweep in a
+    bucket uses this: a URL is never a local path."""
+    loc = Location.of(uri)
+    loc.fs.create_dir(loc.path, recursive=True)
+    out = []
+    for name in sorted(os.listdir(local_dir)):
+        src = os.path.join(local_dir, name)
+        if not os.path.isfile(src):
+            continue
+        with open(src, "rb") as f, loc.fs.open_output_stream(loc.join(name)) as dst:
+            dst.write(f.read())
+        out.append(strip_query(join_uri(uri, name)))
+    return out
+
+
 def strip_query(uri: str | os.PathLike) -> str:
     """A local path or URL without the URL's query (`s3://b/x?endpoint_override=h` ->
     `s3://b/x`): what to show a user (the query may carry an endpoint or credentials)."""

@@ -1,5 +1,6 @@
 """`grokray dashboard OUT [OUT ...] [--port N] [--host H]`: a local, read-only web page over
-sweep output dirs (or an output root such as the ledger's) that fills in while sweeps write.
+sweep output dirs (or an output root such as the ledger's; local paths or URLs such as
+s3://bucket/results) that fills in while sweeps write.
 
 Binds 127.0.0.1 unless `--host` says otherwise (then it warns: anyone who reaches the port sees
 the results). Reads the dirs once at start, then only new files every few seconds; writes
@@ -9,7 +10,6 @@ nothing.
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 import sys
 import time
@@ -27,7 +27,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "refreshes within seconds while a sweep writes.",
     )
     p.add_argument("paths", nargs="+", metavar="OUT",
-                   help="sweep output dir(s) (OUT/<sweep>) or output root(s) (OUT)")
+                   help="sweep output dir(s) (OUT/<sweep>) or output root(s) (OUT); local "
+                        "paths or URLs (s3://bucket/results)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT,
                    help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
     p.add_argument("--host", default="127.0.0.1",
@@ -40,20 +41,24 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _check(args: argparse.Namespace) -> None:
+    from grokray import reader
     from grokray.errors import GrokrayError
     from grokray_analysis.dashboard.index import sweep_dirs
 
     if not 0 <= args.port <= 65535:
         raise GrokrayError(f"--port {args.port}: give a port number 0..65535")
     for path in args.paths:
-        if "://" in path:
-            raise GrokrayError(f"{path}: the dashboard reads local dirs; copy or mount the "
-                               "results first (docs/cluster.md)")
-        if not os.path.isdir(path):
-            raise GrokrayError(f"no such dir: {path}; give a sweep output dir (OUT/<sweep>) or "
-                               "an output root (OUT)")
+        shown = reader.strip_query(path)
+        try:
+            is_dir = reader.Location.of(path).is_dir()
+        except (OSError, ValueError) as exc:
+            raise GrokrayError(f"cannot open {shown}: {' '.join(str(exc).split())[:200]}; "
+                               "check the URL and the credentials") from None
+        if not is_dir:
+            raise GrokrayError(f"no such dir: {shown}; give a sweep output dir (OUT/<sweep>) "
+                               "or an output root (OUT), a local path or a URL")
         if not sweep_dirs(path):
-            raise GrokrayError(f"{path} has no trials/ dir and no sweep dirs under it; give a "
+            raise GrokrayError(f"{shown} has no trials/ dir and no sweep dirs under it; give a "
                                "sweep output dir (OUT/<sweep>) or an output root (OUT)")
 
 

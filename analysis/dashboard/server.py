@@ -23,6 +23,7 @@ from importlib import resources
 
 from aiohttp import web
 
+from grokray import reader
 from grokray.errors import GrokrayError
 from grokray_analysis.dashboard import views
 from grokray_analysis.dashboard.analyses import Background
@@ -46,7 +47,7 @@ class Dashboard:
     """The sweeps on the page and the server's state."""
 
     def __init__(self, paths: list[str], *, n_boot: int = 1000, seed: int = 0):
-        self.roots = [os.path.abspath(p) for p in paths]
+        self.roots = [p if "://" in p else os.path.abspath(p) for p in paths]
         self.sweeps: list[SweepIndex] = []
         self.ledger_roots: dict[int, str] = {}
         self.background = Background(n_boot=n_boot, seed=seed)
@@ -69,15 +70,15 @@ class Dashboard:
             dirs = sweep_dirs(root)
             for d in dirs:
                 if d not in known:
-                    self.sweeps.append(SweepIndex(d, os.path.basename(d.rstrip("/"))))
+                    self.sweeps.append(SweepIndex(d, reader.display_name(d)))
                     if d != root:
                         self.ledger_roots[len(self.sweeps) - 1] = root
                     added = True
         names = [s.name for s in self.sweeps]
         for s in self.sweeps:  # two dirs of one name: tell them apart by their parent
             if names.count(s.name) > 1:
-                s.name = os.path.join(os.path.basename(os.path.dirname(s.path)),
-                                      os.path.basename(s.path))
+                parent = reader.strip_query(s.path).rstrip("/").rsplit("/", 1)[0]
+                s.name = f"{reader.display_name(parent)}/{reader.display_name(s.path)}"
         return added
 
     def refresh(self) -> bool:
@@ -93,10 +94,12 @@ class Dashboard:
         return changed
 
     def state(self) -> dict:
-        return {"sweeps": [{"id": i, "name": s.name, "path": s.path, "version": s.version,
+        return {"sweeps": [{"id": i, "name": s.name, "path": reader.strip_query(s.path),
+                            "version": s.version,
                             "rows": int(len(s.trials)), "problems": len(s.problems)}
                            for i, s in enumerate(self.sweeps)],
-                "roots": self.roots, "refresh_s": REFRESH_S, "now": time.time(),
+                "roots": [reader.strip_query(r) for r in self.roots], "refresh_s": REFRESH_S,
+                "now": time.time(),
                 "last_refresh_s": self.last_refresh_s, "last_read": self.last_read,
                 "refreshes": self.refreshes}
 

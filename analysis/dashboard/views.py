@@ -15,6 +15,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from grokray import reader
 from grokray.schema import (
     CURVE_KEY_COLUMNS,
     IDENTITY_COLUMNS,
@@ -94,7 +95,7 @@ def overview(ix: SweepIndex) -> dict:
                      "grok_rate": k / ok if ok else None})
     pending = None if planned is None else max(0, planned - len(T))
     return {
-        "name": ix.name, "path": ix.path, "version": ix.version,
+        "name": ix.name, "path": reader.strip_query(ix.path), "version": ix.version,
         "rows": int(len(T)), "trials": int(T["config_hash"].nunique()) if len(T) else 0,
         "trials_failed": failed_cfg, "planned_rows": planned,
         "planned_trials": plan.get("n_trials"), "pending_rows": pending,
@@ -292,5 +293,6 @@ def compare(a: SweepIndex, b: SweepIndex) -> dict:
             out.append(row)
         return out
 
-    return {"a": {"name": a.name, "path": a.path, "arms": arms(a)},
-            "b": {"name": b.name, "path": b.path, "arms": arms(b)}, "at": time.time()}
+    return {"a": {"name": a.name, "path": reader.strip_query(a.path), "arms": arms(a)},
+            "b": {"name": b.name, "path": reader.strip_query(b.path), "arms": arms(b)},
+            "at": time.time()}

@@ -22,8 +22,8 @@ A reader (`grokray.reader.live_files`) hides, while a `.compact-*.json` exists, 
 its trials part exists and its curves part when it does not: before the commit every row is in
 its source, after it in the part, never in both. `grokray.sweep.store.settle_compactions` (run
 by `compact`, by `grokray.sweep.store.repair` before every sweep, and by `grokray status
---repair`) finishes what a killed compaction left: forward when committed (the rest of the sources deleted), back when not
-(the curves part deleted).
+--repair`) finishes what a killed compaction left: forward when committed (the rest of the
+sources deleted), back when not (the curves part deleted).
 
 `GROKRAY_COMPACT_KILL_AT=<point>` makes the process SIGKILL itself at that point (the kill test's
 hook; `POINTS`).

@@ -141,7 +141,7 @@ def _run(*args):
 
 @pytest.mark.parametrize("args, says", [
     (["/no/such/dir"], "no such dir: /no/such/dir"),
-    (["s3://bucket/x"], "the dashboard reads local dirs"),
+    (["nope://bucket/x"], "cannot open nope://bucket/x"),
     ([".", "--port", "70000"], "--port 70000: give a port number 0..65535"),
 ])
 def test_bad_input_one_line(args, says, tmp_path):

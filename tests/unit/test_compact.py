@@ -7,8 +7,6 @@ import multiprocessing
 import os
 import shutil
 import signal
-import subprocess
-import sys
 from datetime import datetime, timezone
 
 import pandas as pd
@@ -39,10 +37,20 @@ def _result(d: int, seeds=(0, 1), status="grokked", metric=False) -> TrialResult
                                          steps_run=10) for s in seeds])
 
 
-def _build(out) -> None:
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """12 trials (24 rows; one failed trial without curves; a curve column only some have),
+    written once; each test copies it."""
+    out = tmp_path_factory.mktemp("built") / "s"
     for d in range(4, 16):
         r = _result(d, status="failed" if d == 7 else "grokked", metric=d % 3 == 0)
         store.write_result(r, out, sweep="s", run_id=f"20260101T0000{d:02d}Z-aaaa")
+    return out
+
+
+@pytest.fixture()
+def _build(built):
+    return lambda out: shutil.copytree(built, out)
 
 
 def _view(out) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -62,7 +70,7 @@ def _loose(out, sub="trials") -> list[str]:
                   if p.suffix == ".parquet" and not p.name.startswith("part-"))
 
 
-def test_compact_merges_into_parts_and_keeps_every_row(tmp_path):
+def test_compact_merges_into_parts_and_keeps_every_row(tmp_path, _build):
     out = tmp_path / "s"
     _build(out)
     before = _view(out)
@@ -93,12 +101,12 @@ def _killed_at(out, point: str, part_rows: int) -> int:
 
 
 @pytest.mark.parametrize("point", compact.POINTS)
-def test_sigkill_during_compaction_keeps_exactly_once(tmp_path, point):
-    base = tmp_path / "base"
-    _build(base)
-    before = _view(base)
+def test_sigkill_during_compaction_keeps_exactly_once(tmp_path, point, capsys, _build):
+    from grokray.cli import main
+
     out = tmp_path / point
-    shutil.copytree(base, out)
+    _build(out)
+    before = _view(out)
     assert _killed_at(out, point, part_rows=10) == -signal.SIGKILL
     assert list((out / "trials").glob(".compact-*.json"))  # it died mid-way
     # a reader at this moment: every identity once, every curve row once
@@ -107,10 +115,8 @@ def test_sigkill_during_compaction_keeps_exactly_once(tmp_path, point):
     pd.testing.assert_frame_equal(before[1], now[1], check_dtype=False)
     assert len(store.Manifest.load(out)) == 24
     # the rerun (the command) finishes the job
-    r = subprocess.run([sys.executable, "-m", "grokray.cli", "compact", str(out),
-                        "--part-rows", "10"], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert "interrupted compaction finished" in r.stdout
+    assert main(["compact", str(out), "--part-rows", "10"]) == 0
+    assert "interrupted compaction finished" in capsys.readouterr().out
     after = _view(out)
     pd.testing.assert_frame_equal(before[0], after[0])
     pd.testing.assert_frame_equal(before[1], after[1], check_dtype=False)
@@ -121,7 +127,7 @@ def test_sigkill_during_compaction_keeps_exactly_once(tmp_path, point):
     assert len(rows) == 24 and not rows.duplicated(["config_hash", "seed"]).any()
 
 
-def test_repair_settles_a_killed_compaction(tmp_path):
+def test_repair_settles_a_killed_compaction(tmp_path, _build):
     out = tmp_path / "s"
     _build(out)
     assert _killed_at(out, "curves-written", part_rows=100) == -signal.SIGKILL
@@ -133,7 +139,7 @@ def test_repair_settles_a_killed_compaction(tmp_path):
     assert _loose(out) == [] and len(store.Manifest.load(out)) == 24
 
 
-def test_repair_keeps_compacted_snapshots_and_drops_superseded_rows_of_a_part(tmp_path):
+def test_repair_keeps_compacted_snapshots_and_drops_superseded_rows_of_a_part(tmp_path, _build):
     out = tmp_path / "s"
     _build(out)
     r = _result(5)
@@ -155,7 +161,7 @@ def test_repair_keeps_compacted_snapshots_and_drops_superseded_rows_of_a_part(tm
     assert len(cm) == 2  # the newer run's two curve rows, the old one's gone
 
 
-def test_compact_needs_the_lock_and_a_sweep_dir(tmp_path, capsys):
+def test_compact_needs_the_lock_and_a_sweep_dir(tmp_path, capsys, _build):
     from grokray.cli import main
 
     assert main(["compact", str(tmp_path / "nope")]) == 2
@@ -168,7 +174,7 @@ def test_compact_needs_the_lock_and_a_sweep_dir(tmp_path, capsys):
     assert "12 trials file(s), 24 row(s) into 1 part(s)" in capsys.readouterr().out
 
 
-def test_identity_index_and_lookup_across_a_store(tmp_path):
+def test_identity_index_and_lookup_across_a_store(tmp_path, _build):
     root = tmp_path / "lab"
     _build(root / "a")
     store.write_result(_result(40), root / "b", sweep="b", run_id="20260103T000000Z-cccc")
@@ -180,6 +186,6 @@ def test_identity_index_and_lookup_across_a_store(tmp_path):
     hit = reader.identities(root / "a", [h5])
     assert list(hit["seed"]) == [0, 1] and hit["file"].str.startswith("part-").all()
     found = reader.lookup(root, [h5, h40, "0" * 16])
-    assert sorted(zip(found["dir"].map(lambda d: d.rsplit("/", 1)[-1]), found["config_hash"],
-                      found["seed"])) == [("a", h5, 0), ("a", h5, 1), ("b", h40, 0),
+    names = found["dir"].map(lambda d: d.rsplit("/", 1)[-1])
+    assert sorted(zip(names, found["config_hash"], found["seed"], strict=True)) == [("a", h5, 0), ("a", h5, 1), ("b", h40, 0),
                                           ("b", h40, 1)]
