@@ -187,5 +187,5 @@ def test_identity_index_and_lookup_across_a_store(tmp_path, _build):
     assert list(hit["seed"]) == [0, 1] and hit["file"].str.startswith("part-").all()
     found = reader.lookup(root, [h5, h40, "0" * 16])
     names = found["dir"].map(lambda d: d.rsplit("/", 1)[-1])
-    assert sorted(zip(names, found["config_hash"], found["seed"], strict=True)) == [("a", h5, 0), ("a", h5, 1), ("b", h40, 0),
-                                          ("b", h40, 1)]
+    got = sorted(zip(names, found["config_hash"], found["seed"], strict=True))
+    assert got == [("a", h5, 0), ("a", h5, 1), ("b", h40, 0), ("b", h40, 1)]
