@@ -42,6 +42,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="CPUs of the embedded local Ray (default: all)")
     p.add_argument("--num-gpus", type=float, default=None,
                    help="GPUs of the embedded local Ray (default: those CUDA shows)")
+    p.add_argument("--engine", choices=("ray", "slurm"), default="ray",
+                   help="where admitted sweeps run: the Ray cluster (default), or each as an "
+                        "sbatch job through `grokray slurm` (on a Slurm login node)")
+    p.add_argument("--slurm-arg", action="append", default=[], metavar="ARG",
+                   help="with --engine slurm: an argument for `grokray slurm` (repeatable), "
+                        "e.g. --slurm-arg=--partition=gpu")
+    p.add_argument("--work", default=None,
+                   help=f"where the runner keeps each sweep's spec and driver log (default: "
+                        f"{DEFAULT_HOME}/work)")
     p.add_argument("--over-quota", choices=("refuse", "hold"), default="refuse",
                    help="a sweep over its user's quota is refused (default) or held")
     p.add_argument("--no-runner", action="store_true",
@@ -71,6 +80,9 @@ def main(args: argparse.Namespace) -> int:
     settings = Settings(store, policy=scheduler.Policy(over_quota=args.over_quota))
     app = make_app(st, settings)
     runner = None if args.no_runner else _runner(st, settings, args)
+    # the queue as the scheduler serves it (fair share among equal priorities), when the
+    # runner says; else by priority, then submission
+    settings.order = getattr(runner, "queue_order", None)
     try:
         asyncio.run(_serve(app, args.host, args.port, st, runner))
     finally:
@@ -94,21 +106,45 @@ def _open(db: str):  # noqa: ANN202 - State (kept lazy)
 
 
 def _runner(st, settings, args):  # noqa: ANN001, ANN202 - lazy types
-    """The runner that dispatches admitted sweeps (grokray.service.runner), when it exists."""
+    """The runner that dispatches admitted sweeps (grokray.service.runner), on the Ray cluster
+    at --address (else a local Ray this process starts), or through `grokray slurm`."""
     try:
-        from grokray.service import runner as runner_mod
-    except ImportError:
+        from grokray.service.runner import Runner
+    except ImportError:  # no runner in this build: the service keeps the queue only
         return None
-    make = getattr(runner_mod, "Runner", None)
-    if make is None:
-        return None
-    return make(st, settings=settings, address=args.address, num_cpus=args.num_cpus,
-                num_gpus=args.num_gpus)
+    address = args.address
+    if args.engine == "ray" and address is None:
+        address = _local_ray(args.num_cpus, args.num_gpus)
+    work = args.work or os.path.join(DEFAULT_HOME, "work")
+    return Runner(st, work, address=address, policy=settings.policy, engine=args.engine,
+                  slurm_args=tuple(args.slurm_arg))
+
+
+def _local_ray(num_cpus: int | None, num_gpus: float | None) -> str:
+    """Start the embedded local Ray in this process; its address, for the sweep drivers."""
+    import ray
+
+    ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,
+             log_to_driver=False)
+    return ray.get_runtime_context().gcs_address
+
+
+def _warm(app) -> None:  # noqa: ANN001 - web.Application
+    """Load the spec checker and the cost model before the first submission needs them (the
+    first `grokray submit` after a start would otherwise wait for torch's import)."""
+    from grokray.service import submit as submitting
+    from grokray.service.api import READY
+
+    try:
+        submitting.prepare(name="smoke")
+    finally:
+        app[READY].set()
 
 
 async def _serve(app, host: str, port: int, st, runner) -> None:  # noqa: ANN001
     import asyncio
     import signal
+    import threading
 
     from aiohttp import web
 
@@ -132,12 +168,18 @@ async def _serve(app, host: str, port: int, st, runner) -> None:  # noqa: ANN001
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    loop.run_in_executor(None, _warm, app)
+    halt = threading.Event()
+    thread = None
     if runner is not None:
-        runner.start()
+        thread = threading.Thread(target=runner.run, args=(halt,), name="grokray-runner",
+                                  daemon=True)
+        thread.start()
     try:
         await stop.wait()
     finally:
-        if runner is not None:
-            await loop.run_in_executor(None, runner.stop)
+        halt.set()
+        if thread is not None:
+            await loop.run_in_executor(None, thread.join, 60)
         await web_runner.cleanup()
         print("grokray serve: stopped", file=sys.stderr, flush=True)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -42,6 +43,9 @@ __all__ = ["make_app", "OPENAPI", "ROUTES", "Settings", "STATE", "SETTINGS"]
 STATE = web.AppKey("state", State)
 SETTINGS = web.AppKey("settings", object)
 POOL = web.AppKey("pool", ThreadPoolExecutor)
+READY = web.AppKey("ready", threading.Event)
+"""set when the spec checker and the cost model are loaded (`grokray serve` loads them at
+start; /api/health says `ready`)"""
 
 DISCARD_LIMIT = 64 << 20
 """a body over the spec limit is read and dropped up to this many bytes (so that the client
@@ -58,7 +62,9 @@ class Settings:
         self.policy = policy
         """grokray.service.scheduler.Policy (None: its defaults)"""
         self.order = order
-        """reorders the queue as the scheduler serves it (None: priority, then submission)"""
+        """reorders the queue as the scheduler serves it (a function of the SweepViews in the
+        default order; `grokray serve` takes the runner's `queue_order` when it has one; None:
+        priority, then submission)"""
 
 
 def _error(status: int, exc: BaseException | str, kind: str | None = None) -> web.Response:
@@ -184,7 +190,8 @@ def _too_large(source: str, close: bool = False) -> web.HTTPException:
 
 
 async def health(request: web.Request) -> web.Response:
-    return web.json_response({"ok": True, "version": __version__})
+    return web.json_response({"ok": True, "version": __version__,
+                              "ready": request.app[READY].is_set()})
 
 
 async def openapi(request: web.Request) -> web.Response:
@@ -320,6 +327,7 @@ def make_app(state: State, settings: Settings) -> web.Application:
                           client_max_size=submitting.MAX_SPEC_BYTES + (1 << 16))
     app[STATE] = state
     app[SETTINGS] = settings
+    app[READY] = threading.Event()
     app[POOL] = ThreadPoolExecutor(max_workers=settings.workers,
                                      thread_name_prefix="grokray-service")
 

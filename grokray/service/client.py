@@ -146,11 +146,11 @@ class Client:
         query: dict[str, Any] = {"all": 1 if all else None, "user": user, "limit": limit}
         if states:
             query["state"] = states
-        return self.request("GET", "/api/sweeps", query=query, retry_s=10.0)[1]["sweeps"]
+        return self.request("GET", "/api/sweeps", query=query, retry_s=3.0)[1]["sweeps"]
 
     def show(self, sweep_id: str) -> dict:
         return self.request("GET", f"/api/sweeps/{urllib.parse.quote(sweep_id)}",
-                            retry_s=10.0)[1]
+                            retry_s=3.0)[1]
 
     def act(self, sweep_id: str, action: str, **query: Any) -> dict:  # noqa: ANN401
         return self.request("POST", f"/api/sweeps/{urllib.parse.quote(sweep_id)}/{action}",

@@ -508,19 +508,30 @@ class State:
         optionally semantics, device_kind, status, sweep_id, owner_id, source_dir, cpu_s,
         gpu_s); a row already indexed at that (config_hash, seed, sweep_dir) is updated.
         Returns how many were new."""
+        rows = list(rows)
         new = 0
         with self.session() as s, s.begin():
+            have: dict[tuple[str, int, str], Identity] = {}
+            hashes = sorted({r["config_hash"] for r in rows})
+            dirs = sorted({r["sweep_dir"] for r in rows})
+            for i in range(0, len(hashes), 500):  # one query per 500 hashes, not one per row
+                q = select(Identity).where(Identity.config_hash.in_(hashes[i:i + 500]))
+                if len(dirs) <= 500:
+                    q = q.where(Identity.sweep_dir.in_(dirs))
+                for r in s.scalars(q):
+                    have[(r.config_hash, int(r.seed), r.sweep_dir)] = r
             for r in rows:
-                have = s.scalar(select(Identity).where(
-                    Identity.config_hash == r["config_hash"], Identity.seed == int(r["seed"]),
-                    Identity.sweep_dir == r["sweep_dir"]))
-                if have is None:
-                    s.add(Identity(**{"semantics": "1", "device_kind": "cpu", "status": "ok",
-                                      "cpu_s": 0.0, "gpu_s": 0.0, "created_at": now(), **r}))
+                key = (r["config_hash"], int(r["seed"]), r["sweep_dir"])
+                row = have.get(key)
+                if row is None:
+                    row = Identity(**{"semantics": "1", "device_kind": "cpu", "status": "ok",
+                                      "cpu_s": 0.0, "gpu_s": 0.0, "created_at": now(), **r})
+                    s.add(row)
+                    have[key] = row
                     new += 1
                 else:
                     for k, v in r.items():
-                        setattr(have, k, v)
+                        setattr(row, k, v)
         return new
 
     def find_identities(self, keys: Iterable[tuple[str, int]], *, semantics: str | None = None,

@@ -203,3 +203,37 @@ def test_serve_listens_on_loopback_unless_told():
 
     args = build_parser().parse_args(["serve"])
     assert args.host == "127.0.0.1" and args.db is None and args.port == 8750
+
+
+def test_the_client_verbs_say_what_grokray_sweep_says(service, tmp_path, monkeypatch, capsys):
+    from grokray.cli import main
+
+    db = str(tmp_path / "other.db")
+    assert main(["users", "--db", db, "add", "carol", "--json"]) == 0
+    assert '"name": "carol"' in capsys.readouterr().out
+    assert main(["users", "--db", db, "add", "carol"]) == 2
+    assert capsys.readouterr().err.startswith("grokray users: error: user carol exists")
+    monkeypatch.setenv("GROKRAY_SERVER", service["url"])
+    monkeypatch.setenv("GROKRAY_TOKEN", service["tokens"][0])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nconfig: {group: Q9}\nseeds: 1\n")
+    assert main(["sweep", str(bad), "--dry-run"]) == 2
+    said = capsys.readouterr().err
+    assert main(["submit", str(bad)]) == 2
+    assert capsys.readouterr().err == said and said.count("\n") == 1
+    assert main(["submit", "smoke", "--priority", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("sweep ") and "(alice, priority 2)" in out
+    sid = out.split()[1]
+    assert main(["hold", sid]) == 0 and capsys.readouterr().out.endswith(": held\n")
+    assert main(["queue", "--user", "alice", "--state", "held"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:5] == ["ID", "POS", "USER", "PRI", "STATE"]
+    assert [r.split()[0] for r in table[1:]] == [sid]
+    assert main(["show", sid]) == 0 and "events:" in capsys.readouterr().out
+    assert main(["cancel", "99999"]) == 2
+    assert capsys.readouterr().err == ("grokray cancel: error: no sweep 99999; `grokray queue "
+                                       "--all` lists them\n")
+    monkeypatch.setenv("GROKRAY_SERVER", "http://127.0.0.1:9")  # nothing listens there
+    assert main(["queue"]) == 2
+    assert "cannot reach the service at http://127.0.0.1:9" in capsys.readouterr().err
