@@ -337,6 +337,9 @@ def make_app(state: State, settings: Settings) -> web.Application:
     app.on_cleanup.append(_close_pool)
     for method, path, handler in ROUTES:
         app.router.add_route(method, path, handler)
+    from grokray.service import pages  # the queue and accounting pages (and their JSON)
+
+    pages.add_routes(app, STATE)
     return app
 
 

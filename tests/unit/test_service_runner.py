@@ -1,0 +1,122 @@
+"""The service's runner without a cluster (grokray.service.runner): a restarted service adopts a
+sweep driver that still runs and requeues a sweep whose driver is gone; a cancelled sweep's
+driver is asked to stop (SIGTERM); a sweep whose every identity has a compatible row elsewhere
+ends without a driver, its rows reused. Drivers here are stand-in processes or none; the
+three-user test (tests/integration/test_service_three_users.py) runs real ones on Ray."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import grokray
+from grokray.cli import main as cli
+from grokray.service import reuse
+from grokray.service.runner import Runner
+from grokray.service.scheduler import Resources
+from grokray.service.state import State
+
+SPEC = """\
+name: {name}
+out: {out}
+config: {{group: Z5, op: add, eval_every: 10, dtype: float64, device: cpu,
+          model: {{hidden: 8, d: 4}}}}
+axes:
+  optim.weight_decay: [0.5, 1.0]
+seeds: 1
+steps: 20
+resources: {{cpu: 1}}
+"""
+
+
+def _runner(tmp_path):
+    st = State.open(str(tmp_path / "s.db"))
+    # a cluster address that is never dialled: the capacity is given, no driver starts on Ray
+    return st, Runner(st, tmp_path / "work", address="127.0.0.1:1", capacity=Resources(cpu=1))
+
+
+def _submit(st, user, tmp_path, name="s"):
+    text = SPEC.format(name=name, out="unused")
+    sv, _ = st.submit(user, name=name, spec_text=text, spec_source=name,
+                      sweep_dir=str(tmp_path / "store" / user.name / name),
+                      trials_total=2, seed_runs_total=2)
+    return sv
+
+
+def _stand_in(runner, sv):
+    """A process whose command line names the sweep's spec, as its driver's does."""
+    path = runner._write_spec(sv, 1)
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", str(path)],
+                            start_new_session=True)
+
+
+def test_a_restart_requeues_a_sweep_whose_driver_is_gone_and_adopts_a_live_one(tmp_path):
+    st, runner = _runner(tmp_path)
+    alice, _ = st.add_user("alice")
+    gone, alive = _submit(st, alice, tmp_path, "gone"), _submit(st, alice, tmp_path, "alive")
+    for sv in (gone, alive):
+        st.set_state(sv.id, "running")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    st.note(gone.id, "driver", f"pid {dead.pid} slots 1")
+    proc = _stand_in(runner, alive)
+    st.note(alive.id, "driver", f"pid {proc.pid} slots 1")
+    try:
+        runner.recover()
+        assert st.get(gone.id).state == "queued"
+        assert "resumes from its rows and checkpoints" in st.get(gone.id).message
+        assert st.get(alive.id).state == "running" and list(runner.drivers) == [alive.id]
+        assert runner.drivers[alive.id].proc is None  # adopted, not this process's child
+        assert [e.kind for e in st.events(alive.id)][-1] == "adopted"
+        # the adopted driver ends with rows missing: back in the queue, to resume
+        proc.kill()
+        proc.wait()
+        runner._reap()
+        assert st.get(alive.id).state == "queued" and not runner.drivers
+    finally:
+        proc.kill()
+        st.close()
+
+
+def test_a_cancelled_sweep_has_its_driver_stopped(tmp_path):
+    st, runner = _runner(tmp_path)
+    alice, _ = st.add_user("alice")
+    sv = _submit(st, alice, tmp_path)
+    st.set_state(sv.id, "running")
+    proc = _stand_in(runner, sv)
+    st.note(sv.id, "driver", f"pid {proc.pid} slots 1")
+    try:
+        runner.recover()
+        st.cancel(alice, sv.id)
+        runner.step()
+        assert runner.drivers[sv.id].stopping == "cancelled"
+        assert proc.wait(timeout=60) == -15  # SIGTERM: the driver's graceful stop
+        deadline = time.monotonic() + 60
+        while sv.id in runner.drivers and time.monotonic() < deadline:
+            runner.step()
+            time.sleep(0.05)
+        assert sv.id not in runner.drivers and st.get(sv.id).state == "cancelled"
+    finally:
+        proc.kill()
+        st.close()
+
+
+def test_a_sweep_whose_rows_all_exist_elsewhere_ends_without_training(tmp_path):
+    st, runner = _runner(tmp_path)
+    alice, _ = st.add_user("alice")
+    bob, _ = st.add_user("bob")
+    first = tmp_path / "first.yaml"
+    first.write_text(SPEC.format(name="first", out=tmp_path / "store" / "alice"))
+    assert cli(["sweep", str(first), "--local", "--plain", "--no-summary"]) == 0
+    src = str(tmp_path / "store" / "alice" / "first")
+    reuse.index_dir(st, src, sweep_id=None, owner_id=alice.id)
+    sv = _submit(st, bob, tmp_path, "same")
+    decision = runner.step()
+    assert decision.start == [] and not runner.drivers
+    got = st.get(sv.id)
+    assert got.state == "done" and got.seed_runs_reused == 2 and got.seed_runs_done == 2
+    assert got.message.startswith("every row reused")
+    t = grokray.load(sv.sweep_dir).trials
+    assert set(t["reused_from"]) == {src} and len(t) == 2
+    st.close()
