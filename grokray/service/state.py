@@ -124,11 +124,16 @@ class SweepView:
 
     def as_json(self) -> dict[str, Any]:
         """Plain JSON values (times as ISO 8601 UTC)."""
-        out = dataclasses.asdict(self)
-        for k, v in out.items():
-            if isinstance(v, dt.datetime):
-                out[k] = _utc(v).isoformat()
+        out = {k: getattr(self, k) for k in _VIEW_FIELDS}
+        for k in ("submitted_at", "started_at", "ended_at"):
+            if out[k] is not None:
+                out[k] = _utc(out[k]).isoformat()
         return out
+
+
+_VIEW_FIELDS = tuple(f.name for f in dataclasses.fields(SweepView))
+_COLUMNS = tuple(f for f in _VIEW_FIELDS if f not in ("owner", "position"))
+"""the sweeps columns a SweepView reads (never spec_text: a listing does not load specs)"""
 
 
 @dataclass(frozen=True)
@@ -178,6 +183,14 @@ def _sweep(s: Sweep, owner: str, position: int = 0) -> SweepView:
         trials_total=s.trials_total, seed_runs_total=s.seed_runs_total,
         seed_runs_done=s.seed_runs_done, seed_runs_reused=s.seed_runs_reused,
         attempts=s.attempts, message=s.message, position=position)
+
+
+def _view(row: Any) -> SweepView:  # noqa: ANN401 - a Row of _COLUMNS + the owner's name
+    vals = dict(zip(_COLUMNS, row[:-1], strict=True))
+    for k in ("submitted_at", "started_at", "ended_at"):
+        if vals[k] is not None:
+            vals[k] = _utc(vals[k])
+    return SweepView(owner=row[-1], position=0, **vals)
 
 
 def _identity(i: Identity) -> IdentityView:
@@ -349,15 +362,15 @@ class State:
         bad = [x for x in states if x not in STATES]
         if bad:
             raise GrokrayError(f"state {bad[0]!r}: valid states are {', '.join(STATES)}")
-        q = (select(Sweep, User.name).join(User, Sweep.owner_id == User.id)
-             .where(Sweep.state.in_(states)))
+        q = (select(*(getattr(Sweep, c) for c in _COLUMNS), User.name)
+             .join(User, Sweep.owner_id == User.id).where(Sweep.state.in_(states)))
         if owner is not None:
             q = q.where(User.name == owner)
         final = [x for x in states if x in FINAL]
         if final and limit is not None:  # ended sweeps: the newest `limit`
             q = q.order_by(Sweep.seq.desc()).limit(limit)
         with self.session() as s:
-            rows = [_sweep(sw, name) for sw, name in s.execute(q)]
+            rows = [_view(row) for row in s.execute(q)]
         rows.sort(key=lambda v: (v.state in FINAL, *queue_key(v)))
         if order is not None:
             rows = order(rows)
