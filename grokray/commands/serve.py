@@ -106,27 +106,20 @@ def _open(db: str):  # noqa: ANN202 - State (kept lazy)
 
 
 def _runner(st, settings, args):  # noqa: ANN001, ANN202 - lazy types
-    """The runner that dispatches admitted sweeps (grokray.service.runner), on the Ray cluster
-    at --address (else a local Ray this process starts), or through `grokray slurm`."""
-    try:
-        from grokray.service.runner import Runner
-    except ImportError:  # no runner in this build: the service keeps the queue only
-        return None
-    address = args.address
-    if args.engine == "ray" and address is None:
-        address = _local_ray(args.num_cpus, args.num_gpus)
+    """The runner that dispatches admitted sweeps (grokray.service.runner): on the Ray cluster
+    at --address (else the embedded local Ray it starts), or through `grokray slurm`."""
+    from grokray.service.runner import Runner
+
     work = args.work or os.path.join(DEFAULT_HOME, "work")
-    return Runner(st, work, address=address, policy=settings.policy, engine=args.engine,
-                  slurm_args=tuple(args.slurm_arg))
-
-
-def _local_ray(num_cpus: int | None, num_gpus: float | None) -> str:
-    """Start the embedded local Ray in this process; its address, for the sweep drivers."""
-    import ray
-
-    ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,
-             log_to_driver=False)
-    return ray.get_runtime_context().gcs_address
+    try:
+        return Runner(st, work, settings=settings, address=args.address, num_cpus=args.num_cpus,
+                      num_gpus=args.num_gpus, policy=settings.policy, engine=args.engine,
+                      slurm_args=tuple(args.slurm_arg))
+    except (ConnectionError, TimeoutError, RuntimeError) as exc:  # Ray did not answer
+        where = args.address or "the embedded local Ray"
+        raise GrokrayError(f"cannot attach to {where}: {' '.join(str(exc).split())[:200]}; "
+                           "give --address of a running cluster, or --no-runner to keep the "
+                           "queue without running it") from None
 
 
 def _warm(app) -> None:  # noqa: ANN001 - web.Application
@@ -144,7 +137,6 @@ def _warm(app) -> None:  # noqa: ANN001 - web.Application
 async def _serve(app, host: str, port: int, st, runner) -> None:  # noqa: ANN001
     import asyncio
     import signal
-    import threading
 
     from aiohttp import web
 
@@ -169,17 +161,12 @@ async def _serve(app, host: str, port: int, st, runner) -> None:  # noqa: ANN001
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     loop.run_in_executor(None, _warm, app)
-    halt = threading.Event()
-    thread = None
     if runner is not None:
-        thread = threading.Thread(target=runner.run, args=(halt,), name="grokray-runner",
-                                  daemon=True)
-        thread.start()
+        runner.start()
     try:
         await stop.wait()
     finally:
-        halt.set()
-        if thread is not None:
-            await loop.run_in_executor(None, thread.join, 60)
+        if runner is not None:  # its sweep drivers go on; a restarted service adopts them
+            await loop.run_in_executor(None, runner.stop)
         await web_runner.cleanup()
         print("grokray serve: stopped", file=sys.stderr, flush=True)

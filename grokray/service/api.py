@@ -418,6 +418,11 @@ OPENAPI: dict[str, Any] = {
                 "responses": {"200": {"description": "{sweeps: [Sweep]}"}, "400": _ERR,
                               **_AUTH}},
         },
+        "/api/accounting": {"get": {
+            "summary": "CPU/GPU-hours per user and per sweep, used vs estimated, seed-runs "
+                       "reused and the hours they saved (grokray.service.accounting)",
+            "responses": {"200": {"description": "the accounting's users and sweeps"},
+                          **_AUTH}}},
         "/api/sweeps/{id}": {"get": {"summary": "one sweep and its events",
                                      "parameters": [_ID],
                                      "responses": {"200": _SWEEP, "404": _ERR, **_AUTH}}},
