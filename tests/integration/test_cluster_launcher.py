@@ -36,7 +36,7 @@ BIN = Path(sys.prefix) / "bin"
 DASHBOARD = "http://127.0.0.1:8265"
 WORKER_IP = "127.0.0.2"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 
 def _port_free(host: str, port: int) -> bool:

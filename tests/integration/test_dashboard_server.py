@@ -123,7 +123,7 @@ def test_new_files_appear(served, sweepdir):
     _, url, out, _, _ = served
     v0 = json.loads(_get(url, "/api/state")[1])["sweeps"][0]["version"]
     sweepdir.write_sweep(out, trials=1, seeds=2, evals=10, start=8)
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 120  # bounds a failure only: the loop ends at the new version
     while time.monotonic() < deadline:
         s = json.loads(_get(url, "/api/state")[1])["sweeps"][0]
         if s["version"] > v0:

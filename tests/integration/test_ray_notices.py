@@ -8,12 +8,17 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 CODE = """
 import os, ray
 from grokray.sweep.session import RaySession
 with RaySession(num_cpus=1):
     print("mode", os.environ.get("RAY_AUTH_MODE"), ray.get(ray.put(41)) + 1)
 """
+
+
+pytestmark = pytest.mark.ray  # Ray starts in the child process
 
 
 def test_embedded_ray_starts_without_the_token_notice():

@@ -5,18 +5,15 @@ ledger from what is on disk and exits 130."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import sys
 
 import pandas as pd
+import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import _sweep_helpers as helpers  # noqa: E402
-from _sweep_helpers import ray_session  # noqa: E402, F401
-
-from grokray.cli import main  # noqa: E402
-from grokray.commands import reproduce  # noqa: E402
+from grokray.cli import main
+from grokray.commands import reproduce
+from tests.helpers import sweeps as helpers
+from tests.helpers.sweeps import ray_session  # noqa: F401
 
 
 def _specs(tmp_path, monkeypatch, names=("tiny_a", "tiny_b"), steps=20):
@@ -95,6 +92,7 @@ def test_interrupt_keeps_finished_trials_writes_the_ledger_and_resumes(tmp_path,
     assert "[1/3]" in capsys.readouterr().err  # only the 3 missing trials of tiny_a ran
 
 
+@pytest.mark.ray
 def test_one_embedded_ray_serves_every_sweep(tmp_path, monkeypatch, ray_session):  # noqa: F811
     import ray
 

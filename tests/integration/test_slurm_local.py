@@ -22,7 +22,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-pytestmark = pytest.mark.slow
+from tests.helpers import specs
+
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = os.environ.get("GROKRAY_SLURM_CONF", "/tmp/grokray-slurm/slurm.conf")
@@ -62,7 +64,7 @@ def _sinfo() -> list[str]:
 
 NODES = [ln.split() for ln in _sinfo() if ln.strip()]
 if not NODES:
-    pytestmark = [pytest.mark.slow, pytest.mark.skip(
+    pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.skip(
         reason=f"no local Slurm ({CONF}): scripts/local_slurm.sh install && up")]
 
 
@@ -77,10 +79,8 @@ def _gpus() -> int:
 def _spec(tmp: Path, name: str, n: int = 2, seeds: int = 1, steps: int = 200,
           group: str = "Z5", gpu: float = 0, conc: int = 2, ck: float = 600) -> Path:
     wds = [round(0.1 * (i + 1), 1) for i in range(n)]
-    p = tmp / f"{name}.yaml"
-    p.write_text(SPEC.format(name=name, out=tmp / "results", group=group, wds=wds,
-                             seeds=seeds, steps=steps, gpu=gpu, conc=conc, ck=ck))
-    return p
+    return specs.write(tmp, SPEC, f"{name}.yaml", name=name, out=tmp / "results", group=group,
+                       wds=wds, seeds=seeds, steps=steps, gpu=gpu, conc=conc, ck=ck)
 
 
 _TIMING = """

@@ -4,20 +4,17 @@ its worker fails alone too."""
 
 from __future__ import annotations
 
-import sys
-
 import pandas as pd
 import pytest
 
 from grokray.config import TrialConfig
+from tests.helpers import sweeps as helpers
+from tests.helpers.sweeps import ray_session  # noqa: F401  (module-scoped fixture)
 
 ray = pytest.importorskip("ray")
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-import _sweep_helpers as helpers  # noqa: E402
-from _sweep_helpers import ray_session  # noqa: E402, F401  (module-scoped fixture)
 
-pytestmark = pytest.mark.usefixtures("ray_session")
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_session")]
 
 
 def test_batched_tiny_trials_write_each_config_once(tmp_path):

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 import time
 
 import pandas as pd
 import pytest
 
-ray = pytest.importorskip("ray")
+from tests.helpers import specs
+from tests.helpers import sweeps as helpers
 
-sys.path.insert(0, os.path.dirname(__file__))
-import _sweep_helpers as helpers  # noqa: E402
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.ray
+
 
 cluster = helpers.cluster  # the fixture: a head and two worker nodes
 
@@ -41,11 +42,7 @@ retries: 2
 
 
 def _spec(tmp_path, steps=2500, every=0.25):
-    from grokray.sweep.spec import load_spec
-
-    p = tmp_path / "ck.yaml"
-    p.write_text(SPEC.format(out=tmp_path / "out", steps=steps, every=every))
-    return load_spec(str(p))
+    return specs.load(tmp_path, SPEC, "ck.yaml", out=tmp_path / "out", steps=steps, every=every)
 
 
 def _check_rows(spec, cfg, seen_step: int) -> pd.DataFrame:
@@ -223,13 +220,10 @@ def test_driver_asks_running_trials_to_checkpoint(tmp_path):
     got: dict = {}
 
     def ask(stop: threading.Event):
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            running = helpers.running_trials()
-            if running:
-                break
-            time.sleep(0.1)
-        time.sleep(1.0)  # into training
+        # into training: the trial has run a second in its worker (its own clock, as the
+        # checkpoint actor reports it), so the checkpoint asked for is past step 0
+        running = helpers.wait_for_running(lambda rs: rs and all(r.trained_s >= 1.0 for r in rs),
+                                           stop)
         ch = checkpoints.channel()
         gen = ch.request()
         got["left"] = ch.wait(gen, timeout_s=60)

@@ -4,10 +4,12 @@ and a raising trial. One Ray session for the module."""
 from __future__ import annotations
 
 import os
-import sys
 
 import pandas as pd
 import pytest
+
+from tests.helpers import sweeps as helpers
+from tests.helpers.sweeps import ray_session  # noqa: F401  (module-scoped fixture)
 
 ray = pytest.importorskip("ray")
 
@@ -19,11 +21,7 @@ from grokray.schema import (  # noqa: E402
     PROVENANCE_COLUMNS,
 )
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-import _sweep_helpers as helpers  # noqa: E402
-from _sweep_helpers import ray_session  # noqa: E402, F401  (module-scoped fixture)
-
-pytestmark = pytest.mark.usefixtures("ray_session")
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_session")]
 
 
 def _files(out, sub):

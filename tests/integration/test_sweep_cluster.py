@@ -3,35 +3,20 @@ nodes, and removing a worker node mid-sweep still ends with every row present.""
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import time
 
 import pandas as pd
 import pytest
 
-ray = pytest.importorskip("ray")
+from tests.helpers import sweeps as helpers
+from tests.helpers.rendezvous import Rendezvous
 
-sys.path.insert(0, os.path.dirname(__file__))
-import _sweep_helpers as helpers  # noqa: E402
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.ray
+
 
 cluster = helpers.cluster  # the fixture: a head and two worker nodes
-
-
-@ray.remote(num_cpus=0)
-class Rendezvous:
-    """Counts the distinct nodes that trials ran on; `arrive` is true once `n` were seen."""
-
-    def __init__(self, n: int):
-        self.n, self.nodes = n, set()
-
-    def arrive(self, node: str) -> bool:
-        self.nodes.add(node)
-        return len(self.nodes) >= self.n
-
-    def seen(self) -> int:
-        return len(self.nodes)
 
 
 def rendezvous_synthetic(cfg):
@@ -49,9 +34,7 @@ def rendezvous_synthetic(cfg):
 def _by_value():
     """This module's trial functions travel to the workers by value (they cannot import
     tests/)."""
-    from ray import cloudpickle
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    helpers.by_value(__name__)
 
 
 def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):
@@ -108,7 +91,6 @@ def test_sweep_spreads_and_survives_a_lost_node(tmp_path, cluster):
     assert ray.get(barrier.seen.remote()) == 2
     nodes = {o.node_id for o in writer.outcomes if o.node_id}
     assert len(nodes) == 2, nodes  # both workers ran trials (the head has no CPUs)
-    time.sleep(0.1)
     trials = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out" / "tiny" / "trials")
                        .glob("*.parquet"))
     assert len(trials) == 4 * 2 * 2

@@ -12,8 +12,8 @@ import pytest
 
 from grokray.sweep.executors.local import LocalExecutor
 from grokray.sweep.plan import make_plan
-from grokray.sweep.spec import load_spec
 from grokray.sweep.writer import run_plan
+from tests.helpers import specs
 
 SPEC = """\
 name: c
@@ -40,10 +40,8 @@ VOLATILE = {"run_id", "wall_s", "started_at", "finished_at", "continued_from",
 
 def _spec(tmp_path, out, steps, axes=AXES, grokfast="{filter: ema}", optim="", every=10,
           forge="lambda_schedule: constant"):
-    p = tmp_path / f"{out}-{steps}.yaml"
-    p.write_text(SPEC.format(out=tmp_path / out, steps=steps, axes=axes, grokfast=grokfast,
-                             optim=optim, every=every, forge=forge))
-    return load_spec(p)
+    return specs.load(tmp_path, SPEC, f"{out}-{steps}.yaml", out=tmp_path / out, steps=steps,
+                      axes=axes, grokfast=grokfast, optim=optim, every=every, forge=forge)
 
 
 def _run(spec, pack=1, **kw):

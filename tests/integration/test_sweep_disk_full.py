@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import builtins
 import errno
-import os
-import sys
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import _sweep_helpers as helpers  # noqa: E402
-
 from grokray.cli import main as cli_main  # noqa: E402
 from grokray.sweep import store  # noqa: E402
+from tests.helpers import sweeps as helpers
 
 
 class Disk:
@@ -102,6 +98,7 @@ def test_trials_file_that_does_not_fit_takes_its_curves_file_with_it(tmp_path, m
     assert list((tmp_path / "trials").iterdir()) == []
 
 
+@pytest.mark.ray
 def test_full_disk_on_the_tune_path_raises_the_one_line_error_and_resumes(tmp_path, monkeypatch):
     """Ray Tune's callbacks hand the outcomes to the writer: a write that runs out of space
     still ends the sweep with DiskFullError (what the CLI prints as its one line, exit 2), not

@@ -21,15 +21,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.helpers import specs
+from tests.helpers.rendezvous import Rendezvous
+from tests.helpers.sweeps import by_value
+
 ray = pytest.importorskip("ray")
 torch = pytest.importorskip("torch")
 
-sys.path.insert(0, os.path.dirname(__file__))
-from test_sweep_cluster import Rendezvous  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(torch.cuda.is_available(),
-                                reason="checks the CPU fallback: needs a machine without CUDA")
+pytestmark = [pytest.mark.ray,
+              pytest.mark.skipif(torch.cuda.is_available(),
+                                 reason="checks the CPU fallback: needs a machine without CUDA")]
 
 SPEC = """\
 name: {name}
@@ -48,9 +51,8 @@ retries: 0
 
 
 def _spec(tmp_path: Path, name: str, groups: str, device: str = "auto") -> Path:
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(SPEC.format(name=name, out=tmp_path / "out", groups=groups, device=device))
-    return path
+    return specs.write(tmp_path, SPEC, f"{name}.yaml", name=name, out=tmp_path / "out",
+                       groups=groups, device=device)
 
 
 def _trials(tmp_path: Path, name: str) -> pd.DataFrame:
@@ -76,11 +78,9 @@ def all_at_once(cfg):
 
 @pytest.fixture
 def gpu_cluster():
-    from ray import cloudpickle
     from ray.cluster_utils import Cluster
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    cloudpickle.register_pickle_by_value(sys.modules["test_sweep_cluster"])
+    by_value(__name__)
     c = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "include_dashboard": False, "resources": {"head": 1}})
     for _ in range(2):

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
-import time
 
 import pytest
 
-ray = pytest.importorskip("ray")
+from tests.helpers import specs
+from tests.helpers import sweeps as helpers
 
-sys.path.insert(0, os.path.dirname(__file__))
-import _sweep_helpers as helpers  # noqa: E402
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.ray
+
 
 SPEC = """\
 name: stop
@@ -41,11 +41,8 @@ retries: 1
 
 
 def _spec(tmp_path, steps: int, wds=(0.5, 1.0)):
-    from grokray.sweep.spec import load_spec
-
-    p = tmp_path / "stop.yaml"
-    p.write_text(SPEC.format(out=tmp_path / "out", steps=steps, wds=list(wds)))
-    return load_spec(str(p))
+    return specs.load(tmp_path, SPEC, "stop.yaml", out=tmp_path / "out", steps=steps,
+                      wds=list(wds))
 
 
 def _executor(kind: str, spec, plan, session):
@@ -65,15 +62,9 @@ def _stop_when(ready) -> dict:
     got: dict = {}
 
     def watch(stop):
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            running = helpers.running_trials()
-            if running and ready(running):
-                got["running"] = [r.config_hash for r in running]
-                os.kill(os.getpid(), signal.SIGTERM)
-                return
-            time.sleep(0.02)
-        got["error"] = "the trials never got to the point of the stop"
+        running = helpers.wait_for_running(lambda rs: bool(rs) and ready(rs), stop)
+        got["running"] = [r.config_hash for r in running]
+        os.kill(os.getpid(), signal.SIGTERM)
 
     helpers.in_thread(watch, got)
     return got

@@ -12,10 +12,9 @@ import time
 import pandas as pd
 import pytest
 
-ray = pytest.importorskip("ray")
+from tests.helpers import sweeps as helpers
 
-sys.path.insert(0, os.path.dirname(__file__))
-import _sweep_helpers as helpers  # noqa: E402
+ray = pytest.importorskip("ray")
 
 
 def _sweep(spec, *extra, threads=None, **kw):
@@ -95,6 +94,7 @@ def foreign():
     f.shutdown()
 
 
+@pytest.mark.ray
 def test_embedded_ray_is_a_new_node_and_the_context_stops_it(foreign):
     from grokray.sweep.session import RaySession
 
@@ -111,6 +111,7 @@ def test_embedded_ray_is_a_new_node_and_the_context_stops_it(foreign):
     assert not ray.is_initialized()  # the context stops what it started
 
 
+@pytest.mark.ray
 def test_a_foreign_cluster_changes_nothing(tmp_path, foreign):
     """A Ray cluster already running on the machine (and going away mid-sweep) is not joined."""
     foreign.start()
@@ -131,6 +132,7 @@ def test_a_foreign_cluster_changes_nothing(tmp_path, foreign):
     assert not rows.duplicated(["config_hash", "seed"]).any()
 
 
+@pytest.mark.ray
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_exit_code_and_resume(tmp_path, sig, code):
     # groups of different orders above 23 at 300 steps: no config is tiny and no two share a

@@ -13,10 +13,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from tests.helpers import sweeps as helpers
+
 pytest.importorskip("ray")
 
-sys.path.insert(0, os.path.dirname(__file__))
-import _sweep_helpers as helpers  # noqa: E402
+
+pytestmark = pytest.mark.ray  # Ray starts in the child process
 
 
 def _sweep(spec, **kw):

@@ -3,18 +3,13 @@ row per (config, seed), and a dry-run plan counts what is done."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pandas as pd
-
-sys.path.insert(0, os.path.dirname(__file__))
-import _sweep_helpers as helpers  # noqa: E402
 
 from grokray.sweep.executors.local import LocalExecutor  # noqa: E402
 from grokray.sweep.plan import make_plan  # noqa: E402
 from grokray.sweep.spec import load_spec  # noqa: E402
 from grokray.sweep.writer import run_plan  # noqa: E402
+from tests.helpers import sweeps as helpers
 
 
 def _trials(tmp_path):

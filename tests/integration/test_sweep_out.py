@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-
 from grokray.cli import main as cli_main
-
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-import _sweep_helpers as helpers  # noqa: E402
+from tests.helpers import sweeps as helpers
 
 
 def test_unwritable_out_is_one_line_and_exit_2(tmp_path, capsys):

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from grokray.cli import main
+from tests.helpers import specs
 
 SPEC = """name: packed
 out: {out}
@@ -33,9 +34,7 @@ retries: 1
 
 
 def _spec(tmp_path, out, arch="mlp"):
-    path = tmp_path / f"{out}-{arch}.yaml"
-    path.write_text(SPEC.format(out=tmp_path / out, arch=arch))
-    return str(path)
+    return str(specs.write(tmp_path, SPEC, f"{out}-{arch}.yaml", out=tmp_path / out, arch=arch))
 
 
 def _trials(tmp_path, out):
@@ -71,6 +70,7 @@ def test_local_packed_sweep_writes_the_unpacked_rows(tmp_path, arch, capsys):
         assert a == pytest.approx(b, rel=1e-10, abs=1e-12)
 
 
+@pytest.mark.ray
 def test_warm_workers_pack_auto_and_resume_runs_only_missing(tmp_path):
     spec = _spec(tmp_path, "on")
     assert main(["sweep", spec, "--plain", "--pack", "auto", "--num-cpus", "2"]) == 0

@@ -9,16 +9,15 @@ process's count would fail here."""
 
 from __future__ import annotations
 
-import sys
-
 import pandas as pd
 import pytest
+
+from tests.helpers import specs
+from tests.helpers import sweeps as helpers
 
 ray = pytest.importorskip("ray")
 torch = pytest.importorskip("torch")
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-import _sweep_helpers as helpers  # noqa: E402
 
 SPEC = """\
 name: {name}
@@ -51,11 +50,7 @@ def two_thread_workers():
 
 
 def _spec(tmp_path, name: str):
-    from grokray.sweep.spec import load_spec
-
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(SPEC.format(name=name, out=tmp_path / "out"))
-    return load_spec(str(path))
+    return specs.load(tmp_path, SPEC, f"{name}.yaml", name=name, out=tmp_path / "out")
 
 
 def _rows(sweep_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -66,6 +61,7 @@ def _rows(sweep_dir) -> tuple[pd.DataFrame, pd.DataFrame]:
     return t.reset_index(drop=True), c.reset_index(drop=True)
 
 
+@pytest.mark.ray
 def test_in_process_warm_and_tune_give_the_same_float64_numbers(tmp_path, two_thread_workers):
     from grokray.sweep.executors.factory import make_executor
     from grokray.sweep.executors.tune import TuneExecutor

@@ -6,21 +6,20 @@ named, when the retries are spent), and a Tune search after a warm sweep gets th
 from __future__ import annotations
 
 import os
-import sys
+from functools import partial
 
 import pandas as pd
 import pytest
 
+from grokray.sweep.executors.calls import WorkerCall
+from tests.helpers import sweeps as helpers
+from tests.helpers.configs import config
+from tests.helpers.sweeps import ray_session  # noqa: F401  (module-scoped fixture)
+
 ray = pytest.importorskip("ray")
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-import _sweep_helpers as helpers  # noqa: E402
-from _sweep_helpers import ray_session  # noqa: E402, F401  (module-scoped fixture)
-
-from grokray.sweep.executors.calls import WorkerCall  # noqa: E402
-
-pytestmark = pytest.mark.usefixtures("ray_session")
-ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # its trial functions
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_session")]
+helpers.by_value(__name__)  # its trial functions
 
 
 def _trials(out: str) -> pd.DataFrame:
@@ -130,12 +129,9 @@ def test_a_tune_search_after_a_warm_sweep_gets_the_cpus(tmp_path):
         assert session.warm.pids() == []
 
 
-def _cfg(**over):
-    from grokray.config import TrialConfig
-
-    base = {"group": "Z5", "arch": "mlp", "steps": 30, "eval_every": 10, "seeds": [0, 1],
-            "device": "cpu", "train_frac": 0.6, "model.d": 8, "model.hidden": 16}
-    return TrialConfig.from_dict({**base, **over})
+_cfg = partial(config, {"group": "Z5", "arch": "mlp", "steps": 30, "eval_every": 10,
+                       "seeds": [0, 1], "device": "cpu", "train_frac": 0.6, "model.d": 8,
+                       "model.hidden": 16})
 
 
 def test_a_call_whose_worker_dies_runs_split_so_only_the_culprit_fails(tmp_path):

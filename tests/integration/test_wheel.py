@@ -136,6 +136,7 @@ def test_a_shipped_spec_is_copied_out_to_edit(user):
     assert "grokray sweep mine/rfm.yaml" in out
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_smoke_by_name_then_load_report_and_dashboard(user, dashboard_proc):
     env_dir, proj, env = user

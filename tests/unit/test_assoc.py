@@ -2,24 +2,23 @@
 reference in float64, value and gradient; the form chosen for each shape is pinned."""
 
 import dataclasses
+from functools import partial
 from pathlib import Path
 
 import pytest
 import torch
 
-from grokray.config import TrialConfig
 from grokray.models import assoc
 from grokray.models.assoc import FORMS, assoc_form, assoc_naive
 from grokray.models.forge import Forge
+from tests.helpers.configs import defaults
 
 torch.set_num_threads(1)  # tiny tensors: extra threads only contend on a shared CPU
 
 PINNED = Path(__file__).resolve().parents[1] / "fixtures" / "assoc_forms.txt"
 
 
-def _cfg(**over):
-    return TrialConfig().with_overrides({"model.d": 8, "model.rank": 6, "forge.inv_hidden": 5,
-                                         "arch": "forge", **over})
+_cfg = partial(defaults, {"model.d": 8, "model.rank": 6, "forge.inv_hidden": 5, "arch": "forge"})
 
 
 def _naive(m: Forge) -> torch.Tensor:

@@ -6,10 +6,9 @@ import pytest
 from grokray.config import MODEL_AUTO, TrialConfig
 from grokray.errors import ConfigError
 from grokray.models.forge import AUTO_MARGIN, auto_shape
+from tests.helpers.configs import defaults
 
-
-def _cfg(**over):
-    return TrialConfig().with_overrides(over)
+_cfg = defaults
 
 
 @pytest.mark.parametrize("group, dim, rank, d, R", [

@@ -5,22 +5,21 @@ removes; a local sweep cut short resumes and equals one never cut."""
 from __future__ import annotations
 
 import os
-import sys
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from test_checkpoint import Killed, StepHook, _cfg  # noqa: E402
-
-from grokray.checkpoint.restore import restore  # noqa: E402
-from grokray.commands.status import repair as status_repair  # noqa: E402
-from grokray.sweep import checkpoint_box, checkpoints  # noqa: E402
-from grokray.sweep.executors.local import LocalExecutor  # noqa: E402
-from grokray.sweep.plan import make_plan  # noqa: E402
-from grokray.sweep.spec import load_spec  # noqa: E402
-from grokray.sweep.writer import run_plan  # noqa: E402
-from grokray.trial import run_trial  # noqa: E402
+from grokray.checkpoint.restore import restore
+from grokray.commands.status import repair as status_repair
+from grokray.sweep import checkpoint_box, checkpoints
+from grokray.sweep.executors.local import LocalExecutor
+from grokray.sweep.plan import make_plan
+from grokray.sweep.spec import load_spec
+from grokray.sweep.writer import run_plan
+from grokray.trial import run_trial
+from tests.helpers import specs
+from tests.helpers.checkpoints import Killed, StepHook
+from tests.helpers.checkpoints import ck_cfg as _cfg
 
 SPEC = """\
 name: ck
@@ -57,9 +56,7 @@ class ChannelHook(StepHook):
 
 
 def _spec(tmp_path):
-    p = tmp_path / "ck.yaml"
-    p.write_text(SPEC.format(out=tmp_path / "out"))
-    return load_spec(str(p))
+    return specs.load(tmp_path, SPEC, "ck.yaml", out=tmp_path / "out")
 
 
 def _tables(d):

@@ -15,6 +15,7 @@ from grokray.cost.model import trial_cost
 from grokray.cost.steps import PRIOR, budget, expected_steps
 from grokray.cost.sweep import estimate_plan, makespan
 from grokray.cost.work import algebra_steps, shape, step_macs
+from tests.helpers import specs
 
 SPEC = """\
 name: tiny_cost
@@ -56,9 +57,7 @@ def one_thread():
 
 
 def _spec(tmp_path):
-    p = tmp_path / "tiny_cost.yaml"
-    p.write_text(SPEC.format(out=tmp_path / "out"))
-    return str(p)
+    return str(specs.write(tmp_path, SPEC, "tiny_cost.yaml", out=tmp_path / "out"))
 
 
 def test_the_stored_table_says_what_made_it():

@@ -1,6 +1,8 @@
 """`eval_schedule: fixed | log`: the eval steps, the identity (fixed hashes as before log
 existed), the grok step's bracket in the trials table, and the bracket's medians."""
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,6 +15,7 @@ from grokray.metrics.grokking import GrokDetector
 from grokray.schema import trial_frame
 from grokray.trial import run_trial
 from grokray_analysis.survival import durations, km_median, median_bracket
+from tests.helpers.configs import config
 
 torch.set_num_threads(1)
 
@@ -64,11 +67,11 @@ def test_detector_brackets_the_grok_step():
     assert (first.grok_step_lo, first.grok_step) == (None, 0)
 
 
-def _cfg(**over):
-    d = {"group": "Z7", "arch": "forge", "steps": 300, "seeds": [0, 1], "dtype": "float64",
-         "device": "cpu", "model.d": 8, "model.rank": 8, "forge.inv_hidden": 8, "optim.lr": 3e-2,
-         "metrics.patience": 3, "train_frac": 0.6, **over}
-    return TrialConfig.from_dict(d)
+_cfg = partial(config, {"group": "Z7", "arch": "forge", "steps": 300, "seeds": [0, 1],
+                        "dtype": "float64", "device": "cpu", "model.d": 8,
+                        "model.rank": 8, "forge.inv_hidden": 8,
+                        "optim.lr": 3e-2, "metrics.patience": 3,
+                        "train_frac": 0.6})
 
 
 def test_trainer_evaluates_on_the_log_schedule_and_records_the_bracket():

@@ -4,7 +4,6 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 import torch
-from toy_groups import cyclic, s3
 
 from grokray.config import TrialConfig
 from grokray.errors import ConfigError
@@ -17,6 +16,7 @@ from grokray.metrics.mechanism import (
 )
 from grokray.models.forge import Forge
 from grokray.models.mlp import MLP
+from tests.helpers.toy_groups import cyclic, s3
 
 
 def test_metrics_due_cadence():

@@ -1,4 +1,5 @@
 import dataclasses
+from functools import partial
 
 import pytest
 import torch
@@ -8,13 +9,13 @@ from grokray.families import families
 from grokray.models import get_model
 from grokray.models.forge import Forge
 from grokray.models.mlp import MLP, mlp_params
+from tests.helpers.configs import defaults
 
 torch.set_num_threads(1)  # tiny tensors: extra threads only contend on a shared CPU
 
 
-def _cfg(**over):
-    return TrialConfig().with_overrides({"model.d": 8, "model.rank": 6, "model.hidden": 10,
-                                         "forge.inv_hidden": 5, **over})
+_cfg = partial(defaults, {"model.d": 8, "model.rank": 6, "model.hidden": 10,
+                          "forge.inv_hidden": 5})
 
 
 def _count(params):

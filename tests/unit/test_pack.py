@@ -1,22 +1,19 @@
 """Config-packed trials (grokray.pack): each member of a pack follows its trial alone."""
 
+from functools import partial
+
 import pandas as pd
 import pytest
 import torch
 
-from grokray.config import TrialConfig
 from grokray.pack import pack_key, run_pack
 from grokray.trial import run_trial
+from tests.helpers.configs import TINY, config
 
 torch.set_num_threads(1)  # tiny tensors: extra threads only contend on a shared CPU
 
 
-def _cfg(**over):
-    base = {"group": "S3", "steps": 40, "eval_every": 10, "seeds": [0, 1], "dtype": "float64",
-            "device": "cpu", "model.d": 8, "model.hidden": 16, "model.rank": 8,
-            "forge.inv_hidden": 8, "optim.lr": 1e-2, "metrics.patience": 0}
-    base.update(over)
-    return TrialConfig.from_dict(base)
+_cfg = partial(config, {**TINY, "metrics.patience": 0})
 
 
 def _assert_same(packed, alone):

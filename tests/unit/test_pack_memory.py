@@ -1,10 +1,11 @@
 """`--pack auto`'s sizing: the memory estimate of a pack on CUDA (grokray.cost.memory) with a
 fake device memory, and the CPU rule that leaves arithmetic-bound shapes unpacked."""
 
+from functools import partial
+
 import pytest
 import torch
 
-from grokray.config import TrialConfig
 from grokray.cost.memory import members_that_fit, pack_bytes, pair_floats
 from grokray.families import get_family
 from grokray.sweep.executors import packing
@@ -18,12 +19,12 @@ from grokray.sweep.executors.packing import (
     pack_limit,
 )
 from grokray.tasks import make_task
+from tests.helpers.configs import config
 
 GIB = 2.0**30
 
 
-def _cfg(**kw) -> TrialConfig:
-    return TrialConfig.from_dict({"arch": "mlp", "group": "D4", "seeds": [0, 1, 2], **kw})
+_cfg = partial(config, {"arch": "mlp", "group": "D4", "seeds": [0, 1, 2]})
 
 
 @pytest.mark.parametrize("arch", ["mlp", "forge"])

@@ -19,6 +19,7 @@ from grokray.slurm import allocation
 from grokray.slurm.deadline import Deadline, fitting
 from grokray.slurm.timefmt import format_time, parse_time, slurm_seconds
 from grokray.sweep.lock import LOCK, LockHeld, WriterLock
+from tests.helpers import specs
 
 TINY = """\
 name: tiny
@@ -188,9 +189,7 @@ def test_failed_row_names_where_the_trial_raised_and_no_host_when_lost(tmp_path)
 
 
 def _spec(tmp_path, out=None):
-    p = tmp_path / "tiny.yaml"
-    p.write_text(TINY.format(out=out or tmp_path / "results"))
-    return p
+    return specs.write(tmp_path, TINY, "tiny.yaml", out=out or tmp_path / "results")
 
 
 def test_dry_run_prints_script_and_allocations(tmp_path, capsys, monkeypatch):

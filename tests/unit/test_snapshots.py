@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,15 +16,15 @@ from grokray.errors import GrokrayError
 from grokray.evals import EvalSchedule
 from grokray.sweep import store
 from grokray.trial import run_trial
+from tests.helpers.configs import config
 
 torch.set_num_threads(1)
 
 
-def _cfg(**over):
-    d = {"group": "Z5", "steps": 300, "eval_every": 10, "seeds": [0, 1], "dtype": "float64",
-         "device": "cpu", "model.d": 8, "model.hidden": 32, "optim.lr": 3e-2,
-         "train_frac": 0.6, "metrics.patience": 3, **over}
-    return TrialConfig.from_dict(d)
+_cfg = partial(config, {"group": "Z5", "steps": 300, "eval_every": 10, "seeds": [0, 1],
+                        "dtype": "float64", "device": "cpu", "model.d": 8,
+                        "model.hidden": 32, "optim.lr": 3e-2,
+                        "train_frac": 0.6, "metrics.patience": 3})
 
 
 def _snaps(r):

@@ -3,7 +3,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from toy_groups import cyclic, s3, sign_s3
 
 from grokray.groups import get_group
 from grokray.metrics.spectra import (
@@ -17,6 +16,7 @@ from grokray.metrics.spectra import (
     spectral_basis,
     top_mode,
 )
+from tests.helpers.toy_groups import cyclic, s3, sign_s3
 
 
 def _cosine(n: int, k: int, phase: float = 0.3) -> torch.Tensor:

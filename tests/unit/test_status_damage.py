@@ -12,25 +12,16 @@ from grokray.sweep.executors.local import LocalExecutor
 from grokray.sweep.plan import make_plan
 from grokray.sweep.spec import parse_spec
 from grokray.sweep.writer import run_plan
+from tests.helpers.sweeps import synthetic
 
 SPEC = ("name: d\nout: {out}\nconfig: {{arch: mlp}}\naxes:\n  group: [Z5, Z7]\nseeds: 2\n"
         "steps: 10\neval_every: 5\n")
 
 
-def _synthetic(cfg):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-    import _sweep_helpers as helpers
-
-    return helpers.synthetic(cfg)
-
-
 def _sweep(tmp_path, run_id=None):
     spec = parse_spec(SPEC.format(out=tmp_path / "out"), "d.yaml")
     plan = make_plan(spec, run_id=run_id, force=run_id is not None)
-    run_plan(plan, LocalExecutor(_synthetic))
+    run_plan(plan, LocalExecutor(synthetic))
     return tmp_path / "out" / "d"
 
 
@@ -80,7 +71,7 @@ def test_duplicates_counted_once_with_a_warning(tmp_path, capsys):
     spec = parse_spec(SPEC.format(out=tmp_path / "out"), "d.yaml")
     plan = make_plan(spec, force=True)
     plan.rerun = False  # no repair afterwards: leave the duplicates on disk
-    run_plan(plan, LocalExecutor(_synthetic))
+    run_plan(plan, LocalExecutor(synthetic))
     rows = pd.concat(pd.read_parquet(p) for p in (d / "trials").glob("*.parquet"))
     assert len(rows) == 8
     assert cli_main(["status", str(d), "--json"]) == 0

@@ -1,4 +1,5 @@
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -11,16 +12,12 @@ from grokray.optim.optimizers import SeedAdamW, SeedSGD
 from grokray.trainer import Training
 from grokray.trial import run_trial
 from grokray.trialrun import TrialRun
+from tests.helpers.configs import TINY, config
 
 torch.set_num_threads(1)  # tiny tensors: extra threads only contend on a shared CPU
 
 
-def _cfg(**over):
-    base = {"group": "S3", "steps": 40, "eval_every": 10, "seeds": [0, 1, 2], "dtype": "float64",
-            "device": "cpu", "model.d": 8, "model.hidden": 16, "model.rank": 8,
-            "forge.inv_hidden": 8, "optim.lr": 1e-2}
-    base.update(over)
-    return TrialConfig.from_dict(base)
+_cfg = partial(config, {**TINY, "seeds": [0, 1, 2]})
 
 
 CURVE = ["train_loss", "train_acc", "val_loss", "val_acc"]

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 import torch
-from toy_groups import cyclic, s3
 
 from grokray.groups import get_group
 from grokray.metrics.wedderburn import class_mult_from_table, class_pair_counts, recovery
+from tests.helpers.toy_groups import cyclic, s3
 
 
 @pytest.mark.parametrize("make", [s3, lambda: cyclic(6)])

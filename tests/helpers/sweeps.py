@@ -1,4 +1,8 @@
-"""Shared bits of the sweep integration tests: a tiny spec and a synthetic trial function."""
+"""Shared bits of the sweep tests: a tiny spec, synthetic trial functions, the Ray fixtures, a
+Recorder sink, a sweep's rows against an uncut run, the checkpoint channel's running trials and
+a helper thread whose exception reaches the test. A test module imports what it uses
+(`from tests.helpers import sweeps`; a fixture by name: `from tests.helpers.sweeps import
+ray_session`)."""
 
 from __future__ import annotations
 
@@ -13,16 +17,25 @@ import pytest
 
 from grokray.config import TrialConfig
 from grokray.result import SeedResult, TrialResult
+from tests.helpers.specs import TINY, tiny_spec  # noqa: F401 - one import for the sweep tests
+
+
+def by_value(*modules: str) -> None:
+    """tests.helpers (and the named modules, e.g. a test module's own `__name__`) travel to
+    Ray's workers by value: the workers cannot import tests/."""
+    from ray import cloudpickle
+
+    for name in ("tests.helpers", *modules):
+        cloudpickle.register_pickle_by_value(sys.modules[name])
 
 
 @pytest.fixture(scope="module")
 def ray_session():
-    """An embedded Ray of the test module's own (never another's), with this module's trial
+    """An embedded Ray of the test module's own (never another's), with tests.helpers' trial
     functions pickled by value so its workers need not import tests/."""
     import ray
-    from ray import cloudpickle
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    by_value()
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
@@ -33,13 +46,12 @@ def cluster():
     """A `ray.cluster_utils.Cluster` the driver is connected to: a head without CPUs (with a
     custom resource `head`, for what must stay on it when a worker node goes) and two worker
     nodes of one CPU each, health-checked every 0.5 s (a removed node is dead within about
-    2 s); this module's trial functions pickled by value. Yields (cluster, worker nodes).
-    A test module uses it by importing it (`from _sweep_helpers import cluster`)."""
+    2 s); tests.helpers' trial functions pickled by value. Yields (cluster, worker nodes).
+    A test module uses it by importing it (`from tests.helpers.sweeps import cluster`)."""
     import ray
-    from ray import cloudpickle
     from ray.cluster_utils import Cluster
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    by_value()
     c = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "include_dashboard": False, "resources": {"head": 1},
         "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 4},
@@ -50,32 +62,6 @@ def cluster():
     yield c, workers
     ray.shutdown()
     c.shutdown()
-
-
-TINY = """\
-name: tiny
-out: {out}
-config:
-  train_frac: 0.6
-  device: cpu
-  model: {{d: 8, hidden: 16, rank: 8}}
-axes:
-  group: {groups}
-  arch: [mlp, forge]
-seeds: 2
-steps: {steps}
-eval_every: 10
-resources: {{cpu: 1}}
-concurrency: {concurrency}
-retries: 1
-"""
-
-
-def tiny_spec(tmp_path, groups=("Z5", "S3"), steps=20, concurrency=2, name="tiny.yaml"):
-    path = tmp_path / name
-    path.write_text(TINY.format(out=tmp_path / "out", groups="[" + ", ".join(groups) + "]",
-                                steps=steps, concurrency=concurrency))
-    return path
 
 
 def synthetic(cfg: TrialConfig, sleep: float = 0.0) -> TrialResult:
@@ -196,6 +182,22 @@ def running_trials() -> list:
         return ch.running() if ch is not None and ch.files is not None else []
     except Exception:  # noqa: BLE001 - between sweeps: the caller looks again
         return []
+
+
+def wait_for_running(ready, stop: threading.Event | None = None, timeout: float = 180.0,
+                     poll_s: float = 0.02) -> list:
+    """The checkpoint channel's running trials once `ready(running)` holds for them (looked at
+    every `poll_s`: the state the driver's checkpoint actor exposes, not a time). Raises
+    AssertionError naming what it last saw when `timeout` passes or `stop` is set first (the
+    test's sweep ended)."""
+    deadline = time.monotonic() + timeout
+    running: list = []
+    while time.monotonic() < deadline and not (stop is not None and stop.is_set()):
+        running = running_trials()
+        if ready(running):
+            return running
+        time.sleep(poll_s)
+    raise AssertionError(f"the running trials never got there; last seen: {running}")
 
 
 def in_thread(target, seen: dict) -> threading.Thread:

@@ -1,0 +1,16 @@
+"""The tests' shared helpers, imported as `tests.helpers.<module>` (no sys.path edits):
+
+- configs: `cfg(**over)`, a small float64 CPU TrialConfig with a test's overrides.
+- sweeps: a tiny spec on disk, synthetic trial functions, the Ray fixtures (`ray_session`,
+  `cluster`), a Recorder sink, reading a sweep's rows and comparing them with an uncut run,
+  the checkpoint channel's running trials, and a helper thread whose errors reach the test.
+- rendezvous: a Ray actor that holds trials until they run on `n` nodes (imports ray).
+- toy_groups: hand-made groups with textbook character tables, for the metric tests.
+
+The data-writing fixtures (tiny sweeps, a synthetic sweep dir, the dashboard process) stay in
+tests/fixtures/ (they are also scripts and the benchmarks load them) and reach the tests as the
+conftest fixtures `tiny`, `sweepdir` and `dashboard_proc`.
+
+Trial functions a test hands to Ray travel by value (`ray_session` and `cluster` register this
+package's modules with cloudpickle), so Ray's workers never import tests/.
+"""
