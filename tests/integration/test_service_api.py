@@ -10,12 +10,12 @@ import os
 import uuid
 
 import pytest
-from _service import call, in_thread
 
 from grokray.errors import GrokrayError, SpecError
 from grokray.service.api import OPENAPI, ROUTES, Settings
 from grokray.service.client import Client
 from grokray.sweep.spec import load_spec
+from tests.helpers.service import call, in_thread
 
 SPEC = """name: tiny
 out: results

@@ -11,11 +11,11 @@ import time
 import uuid
 
 import pytest
-from _postgres import Server, missing
-from _service import Process
 
 from grokray.service.client import Client
 from grokray.service.state import State
+from tests.helpers.postgres import Server, missing
+from tests.helpers.service import Process
 
 pytestmark = pytest.mark.slow
 

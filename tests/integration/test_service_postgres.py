@@ -12,14 +12,14 @@ import uuid
 from pathlib import Path
 
 import pytest
-from _postgres import Server, missing
-from _service import call, in_thread
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, text
 
 from grokray.service.db import Base, url_of
 from grokray.service.state import State
+from tests.helpers.postgres import Server, missing
+from tests.helpers.service import call, in_thread
 
 pytestmark = pytest.mark.slow
 
