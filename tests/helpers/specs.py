@@ -7,18 +7,19 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def write(tmp_path, template: str, name: str, **fields) -> Path:
-    """`template.format(**fields)` written to tmp_path/name; its path."""
-    path = Path(tmp_path) / name
+def write(tmp_path, template: str, file: str, /, **fields) -> Path:
+    """`template.format(**fields)` written to tmp_path/file; its path. (A field may be called
+    `name`, as a spec's is.)"""
+    path = Path(tmp_path) / file
     path.write_text(template.format(**fields))
     return path
 
 
-def load(tmp_path, template: str, name: str, **fields):
+def load(tmp_path, template: str, file: str, /, **fields):
     """`write`, then the SweepSpec that `grokray sweep` would load from it."""
     from grokray.sweep.spec import load_spec
 
-    return load_spec(str(write(tmp_path, template, name, **fields)))
+    return load_spec(str(write(tmp_path, template, file, **fields)))
 
 
 TINY = """\
