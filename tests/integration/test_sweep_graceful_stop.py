@@ -1,9 +1,11 @@
 """A graceful stop (SIGTERM: `grokray slurm`'s time limit, `scancel --batch --signal=TERM`) on
-Ray: the driver asks the running trials to checkpoint (`ask_checkpoints`, from the signal
-handler, as `grokray sweep` does), stops, and the next run of the sweep resumes every trial cut
-short from that checkpoint, at a step > 0, with the rows of a sweep never stopped (float64,
-1e-12), each once. On warm workers and on Ray Tune; and for trials that end within the
-request's polling lag (they checkpoint their end, or their result is written)."""
+Ray: the running trials are asked to checkpoint from the signal handler (the sweep driver's,
+grokray.sweep.driver, on warm workers; `ask_checkpoints` on Ray Tune), the run stops, and the
+next run of the sweep resumes every trial cut short from that checkpoint, at a step > 0, with
+the rows of a sweep never stopped (float64, 1e-12), each once. On warm workers and on Ray Tune;
+and for trials that end within the request's polling lag (they checkpoint their end, or their
+result is written). The stop waits on states the code exposes: the checkpoint actor's running
+trials and the driver's TrialWritten events (the rows on disk on Tune)."""
 
 from __future__ import annotations
 
@@ -45,24 +47,14 @@ def _spec(tmp_path, steps: int, wds=(0.5, 1.0)):
                       wds=list(wds))
 
 
-def _executor(kind: str, spec, plan, session):
-    from grokray.sweep.executors.factory import make_executor
-    from grokray.sweep.executors.tune import TuneExecutor
-
-    if kind == "warm":
-        return make_executor(spec, plan.run_id, session)
-    return TuneExecutor(session, name=f"stop-{plan.run_id}",
-                        storage_path=os.path.join(spec.sweep_dir, "_ray"), cpu=1,
-                        concurrency=2, retries=1)
-
-
-def _stop_when(ready) -> dict:
-    """SIGTERM to this process once `ready(running)` holds for the trials the checkpoint actor
-    sees running; what happened, for the test's assertions."""
+def _stop_when(ready, written) -> dict:
+    """SIGTERM to this process once `ready(running, written())` holds for the trials the
+    checkpoint actor sees running and the trials whose rows are written; what happened, for the
+    test's assertions."""
     got: dict = {}
 
     def watch(stop):
-        running = helpers.wait_for_running(lambda rs: bool(rs) and ready(rs), stop)
+        running = helpers.wait_for_running(lambda rs: bool(rs) and ready(rs, written()), stop)
         got["running"] = [r.config_hash for r in running]
         os.kill(os.getpid(), signal.SIGTERM)
 
@@ -71,27 +63,55 @@ def _stop_when(ready) -> dict:
 
 
 def _run(kind: str, spec, stop=None) -> tuple[list[str], dict]:
-    """One run of the sweep (`grokray sweep`'s path: the signal handler asks for checkpoints);
-    stopped by SIGTERM when `stop(running)` holds. The lines the stop printed and what the
-    watcher saw."""
+    """One run of the sweep, stopped by SIGTERM once `stop(running, written)` holds. "warm":
+    the sweep driver `grokray sweep` runs (grokray.sweep.driver; its signal handler asks the
+    running trials to checkpoint, and the stop's line and the written trials come as its
+    events); "tune": a TuneExecutor under the same signal handling. The lines the stop printed
+    and what the watcher saw."""
+    from grokray.sweep.session import RaySession
+
+    # a Ray of its own per run, as each `grokray sweep` has (a stopped Tune experiment leaves
+    # its trial actors holding the CPUs until the driver's Ray goes)
+    lines: list[str] = []
+    got: dict = {}
+    if kind == "warm":
+        from grokray.sweep.driver import SweepDriver
+        from grokray.sweep.events import Notice, TrialWritten
+
+        driver = SweepDriver(spec)
+        written: set[str] = set()
+
+        def on(event) -> None:
+            if isinstance(event, Notice) and event.err and "checkpoint" in event.line:
+                lines.append(event.line)
+            elif isinstance(event, TrialWritten):
+                written.add(event.outcome.config.config_hash())
+
+        driver.subscribe(on)
+        if stop is not None:
+            got = _stop_when(stop, lambda: set(written))
+        out = driver.run(RaySession(num_cpus=2))
+        assert "error" not in got, got.get("error")
+        want = ("done", 0) if stop is None else ("stopped", 143)
+        assert (out.state, out.exit_code) == want, (out.state, out.exit_code, out.messages)
+        return lines, got
+
     from grokray.slurm.deadline import ask_checkpoints
+    from grokray.sweep.executors.tune import TuneExecutor
     from grokray.sweep.interrupt import on_signals
     from grokray.sweep.plan import make_plan
-    from grokray.sweep.session import RaySession
     from grokray.sweep.writer import run_plan
 
     plan = make_plan(spec)
-    lines: list[str] = []
-    got: dict = {}
-    # a Ray of its own per run, as each `grokray sweep` has (a stopped Tune experiment leaves
-    # its trial actors holding the CPUs until the driver's Ray goes)
     with RaySession(num_cpus=2) as session, on_signals() as signals:
         signals.on_term = lambda: lines.append(ask_checkpoints(None))
-        ex = _executor(kind, spec, plan, session)
+        ex = TuneExecutor(session, name=f"stop-{plan.run_id}",
+                          storage_path=os.path.join(spec.sweep_dir, "_ray"), cpu=1,
+                          concurrency=2, retries=1)
         if stop is None:
             run_plan(plan, ex)
         else:
-            got = _stop_when(stop)
+            got = _stop_when(stop, lambda: _rows_hashes(spec.sweep_dir))
             with pytest.raises(KeyboardInterrupt):
                 run_plan(plan, ex)
     assert "error" not in got, got.get("error")
@@ -137,8 +157,8 @@ def test_stopped_mid_trial_resumes_every_cut_trial(tmp_path, kind):
     spec = _spec(tmp_path, steps=6000)
     hashes = {c.config_hash() for c in make_plan(spec).todo}
 
-    def ready(running) -> bool:
-        begun = {r.config_hash for r in running} | _rows_hashes(spec.sweep_dir)
+    def ready(running, written) -> bool:
+        begun = {r.config_hash for r in running} | written
         return hashes <= begun and all(r.trained_s >= 0.5 for r in running)
 
     _cut_then_rerun(kind, spec, ready)
@@ -151,4 +171,4 @@ def test_a_trial_ending_as_the_stop_asks_loses_nothing(tmp_path, kind):
     end. It ends with its result written, or with an end checkpoint from which the next run
     trains nothing; never from step 0 (what a stop that dropped its result did before)."""
     spec = _spec(tmp_path, steps=600, wds=[0.5])
-    _cut_then_rerun(kind, spec, lambda running: len(running) == 1)
+    _cut_then_rerun(kind, spec, lambda running, written: len(running) == 1)
