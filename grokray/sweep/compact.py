@@ -120,6 +120,24 @@ def after_run(out_dir: str | os.PathLike) -> Compacted | None:
     return compact(out_dir) if loose >= AUTO_MIN_FILES else None
 
 
+def write_part(out_dir: str | os.PathLike, trials: pa.Table, curves: pa.Table | None) -> str:
+    """Bulk import: rows of identities that have no row in `out_dir` yet, written as one new
+    part (its curves, then its trials: the done mark, as the writer orders a trial's files);
+    returns the part's name. The caller keeps identities unique (the benchmark's stores are
+    built this way: benchmarks/bench_store.py)."""
+    loc = store.Location.of(out_dir)
+    part = f"{reader.PART_PREFIX}{store.new_run_id()}.parquet"
+    if curves is not None and curves.num_rows:
+        c = curves.replace_schema_metadata(None)
+        loc.write_bytes_atomic(loc.join(reader.CURVES, part), lambda f: pq.write_table(
+            c, f, row_group_size=CURVE_ROW_GROUP_ROWS))
+    t = trials.replace_schema_metadata(None).sort_by([("config_hash", "ascending"),
+                                                      ("seed", "ascending")])
+    loc.write_bytes_atomic(loc.join(reader.TRIALS, part), lambda f: pq.write_table(
+        t, f, row_group_size=ROW_GROUP_ROWS))
+    return part
+
+
 def _whole(t: pa.Table, has_curves: bool) -> bool:
     """A trials file whose rows are all there: its curves file exists, or every row failed
     (a failed trial has no curves)."""

@@ -125,13 +125,22 @@ def plan(configs: list[TrialConfig], sweep_dir: str) -> Continuations:
     if not configs:
         return out
     loc = reader.Location.of(sweep_dir)
-    cols = ["config_hash", "seed", "status", "steps", "steps_run", "schema_version",
-            "config_json"]
+    cols = ["config_hash", "seed", "status", "steps", "steps_run", "schema_version"]
     t = reader.read_dir(loc, TRIALS, columns=cols, required=("config_hash", "seed", "status"))
     df = t.frame
-    if not len(df) or not {"steps", "steps_run", "config_json"} <= set(df.columns):
+    if not len(df) or not {"steps", "steps_run"} <= set(df.columns):
         return out
     df = df[df["steps"] < max(c.steps for c in configs)]  # a plain resume reads no config
+    if not len(df):
+        return out
+    cj = reader.read_dir(loc, TRIALS, columns=["config_hash", "config_json"],  # those rows'
+                         required=("config_hash",),
+                         where={"config_hash": sorted(set(df["config_hash"]))}).frame
+    if "config_json" not in cj:
+        return out
+    df = df.merge(cj.drop(columns="file").drop_duplicates("config_hash"), on="config_hash",
+                  how="left")
+    df = df[df["config_json"].notna()]
     if not len(df):
         return out
     df = df.assign(config_hash=current_identity(df))
