@@ -118,54 +118,46 @@ def spec_for(out: Path) -> Path:
 
 
 def _op(op: str, target: str, extra: str | None) -> dict:
-    """Run one operation in this process; its seconds and this process's peak RSS."""
-    t0, c0 = time.perf_counter(), time.process_time()
+    """Run one operation in this process (its modules imported first: the process's wall,
+    `measure`, includes them); its seconds and this process's peak RSS."""
+    import contextlib
+    import io
+
+    import grokray
+    from grokray.cli import main
+    from grokray.commands import status as _status
+    from grokray.sweep import driver, plan  # noqa: F401 - imported before the clock starts
+    from grokray_analysis.dashboard import views
+    from grokray_analysis.dashboard.server import Dashboard
+
     info: dict = {}
+    t0, c0 = time.perf_counter(), time.process_time()
     if op == "status":
-        from grokray.commands.status import render_status, status_tables
-
-        s = status_tables(target)
+        s = _status.status_tables(target)
         info["rows"] = s["rows"]
-        render_status(target, s)
+        _status.render_status(target, s)
     elif op == "dry_run":
-        import contextlib
-        import io
-
-        from grokray.cli import main
-
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            rc = main(["sweep", extra, "--dry-run", "--out", target])
-        info["rc"] = rc
-        info["said"] = [ln for ln in buf.getvalue().splitlines() if "done" in ln][:1]
+            info["rc"] = main(["sweep", extra, "--dry-run", "--out", target])
     elif op == "load":
-        import grokray
-
-        sw = grokray.load(target)
-        info["rows"] = len(sw.trials)
+        info["rows"] = len(grokray.load(target).trials)
     elif op == "curves_arm":
-        import grokray
-
         sw = grokray.load(target)
-        t1 = time.perf_counter()
-        c = sw.curves_of({"arm": "forge"})
-        info["rows"] = len(c)
-        info["curves_s"] = time.perf_counter() - t1
+        t1, c1 = time.perf_counter(), time.process_time()
+        info["rows"] = len(sw.curves_of({"arm": "forge"}))
+        info["part_s"], info["part_cpu_s"] = time.perf_counter() - t1, time.process_time() - c1
     elif op in ("dash_first", "dash_curves"):
-        from grokray_analysis.dashboard import views
-        from grokray_analysis.dashboard.server import Dashboard
-
         dash = Dashboard([target], n_boot=100)
         dash.refresh()
         ix = dash.sweeps[0]
-        o = views.overview(ix)
+        info["rows"] = views.overview(ix)["rows"]
         dash.state()
-        info["rows"] = o["rows"]
         if op == "dash_curves":
-            t1 = time.perf_counter()
-            c = views.curves(ix, "val_acc", {})
-            info["bands"] = len(c["bands"])
-            info["view_s"] = time.perf_counter() - t1
+            t1, c1 = time.perf_counter(), time.process_time()
+            info["bands"] = len(views.curves(ix, "val_acc", {})["bands"])
+            info["part_s"] = time.perf_counter() - t1
+            info["part_cpu_s"] = time.process_time() - c1
     else:
         raise SystemExit(f"unknown op {op}")
     info["s"] = time.perf_counter() - t0
@@ -197,10 +189,9 @@ def _row(size: int, where: str, name: str, op: str, m: dict) -> str:
     if "error" in m:
         return f"| {size:,} | {where} | {name} | error: {m['error'][:80]} | | | |"
     extra = ""
-    if "curves_s" in m:
-        extra = f" (curves {m['curves_s']:.2f} s, {m['rows']:,} rows)"
-    if "view_s" in m:
-        extra = f" (view {m['view_s']:.2f} s)"
+    if "part_s" in m:
+        what = "curves" if "bands" not in m else "view"
+        extra = f" ({what}: {m['part_cpu_s']:.2f} CPU s, {m['part_s']:.2f} s)"
     return (f"| {size:,} | {where} | {name} | {m['cpu_s']:.2f} | {m['s']:.2f}{extra} | "
             f"{m['wall_s']:.1f} | {m['rss_mb']:.0f} |")
 

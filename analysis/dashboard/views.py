@@ -68,9 +68,12 @@ def swept(T: pd.DataFrame) -> list[str]:
     out = []
     for c in cols:
         try:
-            n = T[c].astype(str).nunique()
-        except TypeError:
-            continue
+            n = T[c].nunique(dropna=False)  # on the column's own type: no copy as text
+        except TypeError:  # unhashable cells (lists): as text
+            try:
+                n = T[c].astype(str).nunique()
+            except TypeError:
+                continue
         if n > 1:
             out.append(c)
     return sorted(out, key=lambda c: (c != "arm", c != "group", c))
