@@ -215,11 +215,42 @@ def alpha_common(T: pd.DataFrame, *, families: list[str]) -> Measured:
     half = 1.96 / math.sqrt(float(w.sum()))
     q = float((w * (a - mean) ** 2).sum())
     p = float(chi2.sf(q, len(a) - 1))
-    g, c = _counts(T[T["arm"].astype(str).isin(families)])
+    sub = T[T["arm"].astype(str).isin(families)]
+    g, c = _counts(sub)
     detail = ("; ".join(parts) + f"; one common alpha: Wald Q {q:.3g} on {len(a) - 1} df, "
-              f"p = {p:.3g} (each family's variance from its group-level interval)")
+              f"p = {p:.3g} (each family's variance from its group-level interval); "
+              + saturation(sub))
     return Measured(mean, (mean - half, mean + half), g, c, detail,
                     n=int(T["group"].nunique()))
+
+
+def saturation(T: pd.DataFrame) -> str:
+    """Power law vs a saturating curve over the groups' median grok steps (groups whose median
+    is censored left out): log T = a + b log|G| against log T = a + b log(1 + |G| / k), k on a
+    grid over the orders' range (one more parameter), compared by AIC (Gaussian residuals)."""
+    med = []
+    for _, s in T.groupby("group"):
+        steps = np.where(s["status"] == "grokked", s["grok_step"].astype(float), np.inf)
+        m = float(np.median(steps))
+        if math.isfinite(m):
+            med.append((float(s["group_order"].iloc[0]), m))
+    if len(med) < 5:
+        return f"saturation not compared: {len(med)} groups with a median grok step"
+    x, y = np.log([o for o, _ in med]), np.log([m for _, m in med])
+
+    def rss(f: np.ndarray) -> float:
+        A = np.column_stack([np.ones_like(f), f])
+        r = y - A @ np.linalg.lstsq(A, y, rcond=None)[0]
+        return float(r @ r)
+
+    n = len(y)
+    aic_pow = n * math.log(rss(x) / n) + 2 * 3
+    ks = np.exp(np.linspace(x.min() - 1, x.max() + 1, 60))
+    best = min((rss(np.log1p(np.exp(x) / k)), k) for k in ks)
+    aic_sat = n * math.log(best[0] / n) + 2 * 4
+    return (f"power law vs saturating (k {best[1]:.3g}) over {n} group medians: AIC "
+            f"{aic_pow:.1f} vs {aic_sat:.1f} ({'saturating' if aic_sat < aic_pow else 'power law'}"
+            " preferred)")
 
 
 def no_delay(T: pd.DataFrame) -> Measured:

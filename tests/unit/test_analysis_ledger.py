@@ -471,3 +471,41 @@ def test_all_groups_grok_is_a_rate_over_the_groups():
     # no run groks: [0, 0.25] lies below the null 0.5 (a rate that neither fails nor groks as a
     # rule), on the other side from the paper's 1
     assert L.judge(c, L.measure(c, T)) == L.OPPOSITE
+
+
+def test_the_designed_alpha_rows_per_family_and_common():
+    # four families of 9 groups, one true alpha 0.2 with group effects: each family's exponent,
+    # the common one near 0.2 and the test of one alpha not rejecting it
+    rng = np.random.default_rng(0)
+    rows = []
+    for fam in ("cyclic", "dihedral", "dicyclic", "abelian"):
+        for o in (8, 12, 16, 24, 32, 48, 64, 96, 120):
+            u = rng.normal(0, 0.2)
+            for seed in range(5):
+                t = round(300 * o**0.2 * np.exp(u + rng.normal(0, 0.1)) / 10) * 10
+                rows.append({"arm": fam, "group": f"{fam}{o}", "group_order": o, "seed": seed,
+                             "status": "grokked", "grok_step": t, "steps": 4000,
+                             "steps_run": t + 50})
+    T = pd.DataFrame(rows)
+    c = L.claim("forge.scaling.alpha_common").at("decisive")
+    m = L.measure(c, T)
+    assert m.ci[0] < 0.2 < m.ci[1] and m.n == 36
+    assert "one common alpha: Wald Q" in m.detail and "power law vs saturating" in m.detail
+    p = float(m.detail.split("p = ")[1].split(" ")[0])
+    assert p > 0.05
+    fam = L.measure(L.claim("forge.scaling.alpha.cyclic").at("decisive"), T)
+    assert fam.n == 9 and fam.ci[0] < 0.2 < fam.ci[1]
+
+
+def test_ungrok_rate_and_metric_median_rows():
+    T = pd.DataFrame({"arm": ["split_wd"] * 12 + ["single_wd"] * 12, "status": "grokked",
+                      "ungrok_step": [None] * 12 + [3000] * 6 + [None] * 6})
+    c = L.claim("forge.split_wd.ungrok").at("decisive")
+    m = L.measure(c, T)
+    assert m.value == 0.0 and "single_wd: 6 of 12" in m.detail
+    assert L.judge(c, m) == L.TOO_FEW  # 0 of 12 is [0, 0.26]: 36 runs would show <= 0.1
+    N = pd.DataFrame({"op": "add", "status": "grokked",
+                      "metric_nfa_corr": [0.95, 0.94, 0.96, 0.93, 0.95, 0.94, 0.95]})
+    c = L.claim("rfm.nfm_agop.add").at("decisive")
+    m = L.measure(c, N)
+    assert m.value == 0.95 and m.ci == (0.93, 0.96) and L.judge(c, m) == L.REPRODUCED
