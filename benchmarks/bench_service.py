@@ -50,9 +50,9 @@ PRIMES = [5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 
           181, 191, 193, 197, 199, 211, 223, 227, 229, 233, 239]
 
 
-def _postgres():  # noqa: ANN202 - the tests' throwaway server (tests/integration/_postgres.py)
+def _postgres():  # noqa: ANN202 - the tests' throwaway server (tests/helpers/postgres.py)
     spec = importlib.util.spec_from_file_location(
-        "grokray_pg_helper", ROOT / "tests" / "integration" / "_postgres.py")
+        "grokray_pg_helper", ROOT / "tests" / "helpers" / "postgres.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     why = mod.missing()

@@ -27,6 +27,7 @@ import asyncio
 import functools
 import json
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -44,6 +45,9 @@ STATE = web.AppKey("state", State)
 SETTINGS = web.AppKey("settings", object)
 POOL = web.AppKey("pool", ThreadPoolExecutor)
 READY = web.AppKey("ready", threading.Event)
+LISTINGS = web.AppKey("listings", dict)
+"""(states, user, limit) -> (the State's generation, when, the JSON): a listing's bytes, kept
+as long as the State keeps its rows (State.LISTING_TTL_S)"""
 """set when the spec checker and the cost model are loaded (`grokray serve` loads them at
 start; /api/health says `ready`)"""
 
@@ -270,9 +274,22 @@ async def queue(request: web.Request) -> web.Response:
     limit = _int(request, "limit")
     owner = request.query.get("user")
     order = request.app[SETTINGS].order
-    rows = await _run(request, _state(request).list_queue, states=states, owner=owner,
-                      limit=limit, order=order)
-    return web.json_response({"sweeps": [r.as_json() for r in rows]})
+    st = _state(request)
+    key = (tuple(states), owner, limit)
+    cache = request.app[LISTINGS]
+    gen, hit = st.generation, cache.get(key)
+    if hit is not None and hit[0] == gen and time.monotonic() - hit[1] < st.LISTING_TTL_S:
+        body = hit[2]
+    else:
+        def encoded() -> bytes:
+            rows = st.list_queue(states=states, owner=owner, limit=limit, order=order)
+            return json.dumps({"sweeps": [r.as_json() for r in rows]}).encode()
+
+        body = await _run(request, encoded)
+        if len(cache) > 64:
+            cache.clear()
+        cache[key] = (gen, time.monotonic(), body)
+    return web.Response(body=body, content_type="application/json")
 
 
 async def show(request: web.Request) -> web.Response:
@@ -328,6 +345,7 @@ def make_app(state: State, settings: Settings) -> web.Application:
     app[STATE] = state
     app[SETTINGS] = settings
     app[READY] = threading.Event()
+    app[LISTINGS] = {}
     app[POOL] = ThreadPoolExecutor(max_workers=settings.workers,
                                      thread_name_prefix="grokray-service")
 

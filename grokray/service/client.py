@@ -8,7 +8,8 @@ line of $GROKRAY_TOKEN_FILE or ~/.config/grokray/token.
 An error the service answers is raised as the CLI's error of the same kind (a bad spec: the
 SpecError line `grokray sweep` prints), so `grokray submit` says what `grokray sweep` says. A
 submission carries an idempotency key and is sent again, with the same key, while the service
-cannot be reached or its database does not answer (up to `retry_s`): it is stored once.
+cannot be reached or its database does not answer (up to a minute): it is stored once. The
+other verbs say at once that the service cannot be reached.
 """
 
 from __future__ import annotations
@@ -146,11 +147,10 @@ class Client:
         query: dict[str, Any] = {"all": 1 if all else None, "user": user, "limit": limit}
         if states:
             query["state"] = states
-        return self.request("GET", "/api/sweeps", query=query, retry_s=3.0)[1]["sweeps"]
+        return self.request("GET", "/api/sweeps", query=query)[1]["sweeps"]
 
     def show(self, sweep_id: str) -> dict:
-        return self.request("GET", f"/api/sweeps/{urllib.parse.quote(sweep_id)}",
-                            retry_s=3.0)[1]
+        return self.request("GET", f"/api/sweeps/{urllib.parse.quote(sweep_id)}")[1]
 
     def act(self, sweep_id: str, action: str, **query: Any) -> dict:  # noqa: ANN401
         return self.request("POST", f"/api/sweeps/{urllib.parse.quote(sweep_id)}/{action}",

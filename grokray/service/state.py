@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import hashlib
 import hmac
 import re
 import secrets
+import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -198,6 +201,19 @@ def _identity(i: Identity) -> IdentityView:
                         i.sweep_id, i.sweep_dir, i.owner_id, i.source_dir, i.cpu_s, i.gpu_s)
 
 
+def _writes(fn: Callable) -> Callable:
+    """A State method that writes sweeps: cached listings are dropped when it returns."""
+
+    @functools.wraps(fn)
+    def wrapper(self: State, *args: Any, **kw: Any) -> Any:  # noqa: ANN401
+        try:
+            return fn(self, *args, **kw)
+        finally:
+            self._wrote()
+
+    return wrapper
+
+
 def queue_key(s: SweepView | Sweep) -> tuple:
     """The queue's default order: running, preempted, queued, held; then priority (high
     first), then submission (`seq`)."""
@@ -207,9 +223,18 @@ def queue_key(s: SweepView | Sweep) -> tuple:
 class State:
     """The service's state in one database (see the module docstring)."""
 
+    LISTING_TTL_S = 1.0
+    """a queue listing is answered from the last one for at most this long while nothing was
+    written through this State (a storm of `grokray queue` reads the database once a second;
+    every write through it is seen at once)"""
+
     def __init__(self, engine: Any) -> None:  # noqa: ANN401 - sqlalchemy Engine
         self.engine = engine
         self._session = sessionmaker(engine, expire_on_commit=False)
+        self._gen = 0
+        """bumped by every write of a sweep through this State"""
+        self._listings: dict[tuple, tuple[int, float, list[SweepView]]] = {}
+        self._lock = threading.Lock()
 
     @classmethod
     def open(cls, db: str) -> State:
@@ -221,6 +246,17 @@ class State:
 
     def session(self) -> Session:
         return self._session()
+
+    @property
+    def generation(self) -> int:
+        """How many writes of sweeps this State has made (a cache of a listing is good while
+        this stays the same)."""
+        return self._gen
+
+    def _wrote(self) -> None:
+        with self._lock:
+            self._gen += 1
+            self._listings.clear()
 
     # ------------------------------------------------------------------------------- users
 
@@ -285,6 +321,7 @@ class State:
 
     # ------------------------------------------------------------------------------ sweeps
 
+    @_writes
     def submit(self, owner: UserView, *, name: str, spec_text: str, spec_source: str,
                sweep_dir: str | Callable[[int], str], priority: int = 0, state: str = "queued",
                estimate_cpu_s: float = 0.0, estimate_gpu_s: float = 0.0,
@@ -362,6 +399,21 @@ class State:
         bad = [x for x in states if x not in STATES]
         if bad:
             raise GrokrayError(f"state {bad[0]!r}: valid states are {', '.join(STATES)}")
+        key = (states, owner, limit, order)
+        with self._lock:
+            gen = self._gen
+            hit = self._listings.get(key)
+        if hit is not None and hit[0] == gen and time.monotonic() - hit[1] < self.LISTING_TTL_S:
+            return list(hit[2])
+        out = self._list_queue(states, owner, limit, order)
+        with self._lock:
+            if self._gen == gen:
+                self._listings[key] = (gen, time.monotonic(), out)
+        return list(out)
+
+    def _list_queue(self, states: tuple[str, ...], owner: str | None, limit: int | None,
+                    order: Callable[[list[SweepView]], list[SweepView]] | None,
+                    ) -> list[SweepView]:
         q = (select(*(getattr(Sweep, c) for c in _COLUMNS), User.name)
              .join(User, Sweep.owner_id == User.id).where(Sweep.state.in_(states)))
         if owner is not None:
@@ -382,6 +434,7 @@ class State:
             out.append(v)
         return out[:limit] if limit is not None else out
 
+    @_writes
     def set_state(self, sweep_id: int, state: str, *, message: str | None = None,
                   actor: UserView | None = None, detail: str = "") -> SweepView:
         """Move a sweep to `state` (Conflict when `TRANSITIONS` does not allow it); records the
@@ -436,6 +489,7 @@ class State:
         return self.set_state(sweep_id, "cancelled", actor=user,
                               message=f"cancelled by {user.name}")
 
+    @_writes
     def set_priority(self, user: UserView, sweep_id: int, priority: int) -> SweepView:
         sw = self.authorize(user, sweep_id)
         if sw.state in FINAL:
@@ -449,6 +503,7 @@ class State:
                         detail=f"{old} -> {priority}"))
         return self.get(sweep_id)
 
+    @_writes
     def note(self, sweep_id: int, kind: str, detail: str = "", *,
              message: str | None = None) -> None:
         """Record an event (and, given, the sweep's last message) without a state change."""
@@ -459,6 +514,7 @@ class State:
                 s.execute(update(Sweep).where(Sweep.id == sweep_id)
                           .values(message=message, updated_at=t))
 
+    @_writes
     def record_progress(self, sweep_id: int, *, seed_runs_done: int | None = None,
                         seed_runs_reused: int | None = None, message: str | None = None) -> None:
         """The runner's progress: seed-runs with a row, of them reused; its last message."""
@@ -472,6 +528,7 @@ class State:
         with self.session() as s, s.begin():
             s.execute(update(Sweep).where(Sweep.id == sweep_id).values(**values))
 
+    @_writes
     def record_usage(self, sweep_id: int, *, cpu_s: float = 0.0, gpu_s: float = 0.0,
                      at: dt.datetime | None = None) -> None:
         """Seconds a sweep used (added to its totals; a usage row for fair share)."""
