@@ -44,7 +44,7 @@ class TimedFiles:
     (from the trainer's call of `asked` that said yes to the end of the write)."""
 
     def __init__(self, root: str, every_steps: int):
-        from grokray.sweep.checkpoints import Files
+        from grokray.sweep.checkpoint_store import Files
 
         self.files = Files(root)
         self.every, self.calls = every_steps, 0

@@ -144,7 +144,7 @@ class SnapshotConfig:
 
 
 @dataclass
-class ResumeConfig:
+class ContinuedFromConfig:
     """Where a continued run picks up (grokray/sweep/continuing.py). Set by `grokray sweep` when it
     continues runs censored at a smaller `steps` from their end snapshots; not part of a trial's
     identity, nor of the trials table's config columns (its rows record `continued_from` and
@@ -169,7 +169,7 @@ SHARED_SECTIONS: dict[str, type] = {
     "grokfast": GrokfastConfig,
     "metrics": MetricsConfig,
     "snapshots": SnapshotConfig,
-    "resume": ResumeConfig,
+    "continued_from": ContinuedFromConfig,
 }
 """the sections every family may read; each family's own section is declared beside its model
 and registered with it (grokray.families)"""
@@ -256,7 +256,7 @@ class TrialConfig:
     """arm label for analysis (default: arch, plus +grokfast); does not change numbers"""
     checkpoint_every: float = at_least(600.0, 0.0)
     """seconds of trial time between a sweep trial's checkpoints (grokray/checkpoint/: what a
-    trial cut short resumes from); 0: none. Not part of the trial's identity: it changes no
+    trial cut short is restored from); 0: none. Not part of the trial's identity: it changes no
     number"""
     model: ModelConfig = field(default_factory=ModelConfig)
     """shared neural-model shape"""
@@ -268,7 +268,7 @@ class TrialConfig:
     """detection thresholds and metric cadence"""
     snapshots: SnapshotConfig = field(default_factory=SnapshotConfig)
     """which parameters a trial keeps, and when (not part of its identity)"""
-    resume: ResumeConfig = field(default_factory=ResumeConfig)
+    continued_from: ContinuedFromConfig = field(default_factory=ContinuedFromConfig)
     """where a continued run picks up (set by the sweep plan; not part of its identity)"""
     families: dict[str, Any] = field(default_factory=_family_sections)
     """each registered family's own section by key (forge, transformer, rfm, ...)"""
@@ -371,7 +371,7 @@ class TrialConfig:
         """
         out: dict[str, Any] = {}
         for k, v in self.to_dict().items():
-            if k in ("seeds", "resume"):  # resume: the continued_from columns say it
+            if k in ("seeds", "continued_from"):  # the rows' continued_from columns say it
                 continue
             if isinstance(v, dict):
                 for kk, vv in v.items():

@@ -38,7 +38,7 @@ PER_MEMBER = (
     "forge.lambda_alg", "forge.lambda_schedule", "forge.lambda_end", "forge.lambda_steps",
     "forge.wd_embed", "forge.wd_dad", "forge.wd_other",
     "grokfast.filter", "grokfast.alpha", "grokfast.lamb", "grokfast.window", "grokfast.warmup",
-    "resume.config_hash", "resume.files", "resume.copied",
+    "continued_from.config_hash", "continued_from.files", "continued_from.copied",
 )
 """the fields a member of a pack holds on its own (dotted: section.field)"""
 
@@ -71,8 +71,9 @@ def run_pack(configs: Sequence[TrialConfig],
              checkpoints: Any = None) -> list[TrialResult]:
     """One TrialResult per config, in order, each as `run_trial(config)` gives it: configs of
     one `pack_key` train as one stack (a family without packing runs them one at a time).
-    With `checkpoints` (grokray.checkpoint.Hook) each config resumes from its newest checkpoint
-    and keeps new ones; configs whose checkpoints are at different steps train one at a time.
+    With `checkpoints` (grokray.checkpoint.Hook) each config is restored from its newest
+    checkpoint and keeps new ones; configs whose checkpoints are at different steps train one
+    at a time.
 
     A user's mistake (GrokrayError) is raised; any other exception fails the seeds that have no
     outcome yet, in every config of the pack. Raises ValueError when the keys differ."""
@@ -106,5 +107,5 @@ def run_pack(configs: Sequence[TrialConfig],
 
 def _start(run: TrialRun) -> tuple[int, bool]:
     """Where a trial's training starts: (step, whether that step's eval was taken)."""
-    res = run.resumed
+    res = run.pickup
     return (0, False) if res is None else (res.step, res.evaluated)

@@ -1,7 +1,7 @@
 """What a seed that trains on from an earlier run picks up (`SeedPickup`): a continued seed from
-its end snapshot at the old budget (grokray.trainer.resume.load), a seed resumed from a
+its end snapshot at the old budget (grokray.trainer.pickup.read_continued), a seed restored from a
 checkpoint from that checkpoint's chain (grokray.checkpoint.restore). The trainer puts it into
-the seed's slot of the stack either way (grokray.trainer.resume). No torch here: the checkpoint
+the seed's slot of the stack either way (grokray.trainer.pickup). No torch here: the checkpoint
 layer reads it without the trainer."""
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ class SeedResult:
     continued_from_step: int | None = None
     """the step it picked up from (a copied seed: its steps_run, nothing trained)"""
     checkpoint_step: int | None = None
-    """the step of the checkpoint its trial's run resumed from (None: a run never cut;
+    """the step of the checkpoint its trial's run was restored from (None: a run never cut;
     grokray.checkpoint)"""
     artifacts: dict[str, Any] = field(default_factory=dict)
     """small in-memory objects for analysis (e.g. RFM's final M); not written to the tables"""

@@ -72,7 +72,7 @@ happened in (grok_step_lo, grok_step]; null when censored or grokked at the firs
 `continued_from` and `continued_from_step`, the config_hash of the smaller-budget run a row was
 continued from and the step it picked up from (null: trained from step 0; grokray.sweep.continuing:
 the steps trained for this row are steps_run - continued_from_step); `checkpoint_step`, the
-step of the checkpoint the run that wrote the row resumed from (null: a run never cut short;
+step of the checkpoint the run that wrote the row was restored from (null: a run never cut;
 grokray.checkpoint)"""
 EXTRA_CONFIG_COLUMNS = ["group_order", "arm"]
 CONFIG_JSON_COLUMN = "config_json"

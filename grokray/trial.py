@@ -23,7 +23,7 @@ from grokray.config import TrialConfig
 from grokray.errors import GrokrayError, error_line
 from grokray.families import TRAINING, Family
 from grokray.result import TrialResult
-from grokray.trainer.resume import Resumed, load
+from grokray.trainer.pickup import TrialPickup, read_continued
 from grokray.trialrun import ProgressFn, TrialRun
 
 PROTOCOLS: dict[str, tuple[Callable[[TrialRun], None], Callable[[list[TrialRun]], None]]] = {
@@ -48,12 +48,12 @@ def pack_trainer_of(family: Family) -> Callable[[list[TrialRun]], None] | None:
 
 def start_run(cfg: TrialConfig, progress: ProgressFn | None = None,
               checkpoints: Any = None) -> TrialRun:
-    """The TrialRun of `cfg`, with what its seeds continue from read back (`cfg.resume`), and,
-    with `checkpoints` (a grokray.checkpoint.Hook), what they resume from: its newest
-    checkpoint."""
+    """The TrialRun of `cfg`, with what its seeds continue from read back
+    (`cfg.continued_from`), and, with `checkpoints` (a grokray.checkpoint.Hook), its newest
+    checkpoint restored."""
     run = TrialRun(cfg, progress)
-    if cfg.resume.config_hash:
-        run.continue_from(load(cfg))
+    if cfg.continued_from.config_hash:
+        run.continue_from(read_continued(cfg))
     if checkpoints is not None and run.seeds:
         _checkpoints(run, checkpoints)
     return run
@@ -62,15 +62,15 @@ def start_run(cfg: TrialConfig, progress: ProgressFn | None = None,
 def run_trial(cfg: TrialConfig, progress: ProgressFn | None = None,
               checkpoints: Any = None) -> TrialResult:
     """Train every seed of `cfg` with its family's trainer; prints nothing. With `checkpoints`
-    (a grokray.checkpoint.Hook) the trial resumes from its newest checkpoint and keeps new
-    ones there.
+    (a grokray.checkpoint.Hook) the trial is restored from its newest checkpoint and keeps
+    new ones there.
 
     A user's mistake (GrokrayError) is raised; any other exception marks the seeds that have no
     outcome yet as failed, with its first line as their error.
     """
     run = start_run(cfg, progress, checkpoints)
     try:
-        # a continued trial's copied seeds need no training; a resumed one whose seeds had all
+        # a continued trial's copied seeds need no training; a restored one whose seeds had all
         # finished at its checkpoint only its summaries
         if run.seeds or run.checkpoint_step is not None:
             trainer_of(run.family)(run)
@@ -85,9 +85,9 @@ def run_trial(cfg: TrialConfig, progress: ProgressFn | None = None,
 
 
 def _checkpoints(run: TrialRun, hook: Any) -> None:
-    """Keep checkpoints through `hook` when this trial takes them, and pick up from its newest
-    one: the seeds that had finished keep their outcome, rows and snapshots; the others train on
-    from its step (grokray.checkpoint)."""
+    """Keep checkpoints through `hook` when this trial takes them, and restore its newest one:
+    the seeds that had finished keep their outcome, rows and snapshots; the others train on from
+    its step (grokray.checkpoint)."""
     if first_checkpoint_s(run.cfg) is None:
         return
     run.checkpoints = hook
@@ -103,12 +103,12 @@ def _checkpoints(run: TrialRun, hook: Any) -> None:
     except Unusable as exc:  # the driver checked it: not expected here
         print(f"checkpoint of {h} not used ({exc}): training from its start", flush=True)
         return
-    _pick_up(run, got)
+    _take_restored(run, got)
 
 
-def _pick_up(run: TrialRun, got: Restored) -> None:
-    """Take what the checkpoint `got` holds into `run`."""
-    cont = run.resumed  # a continued run's rows before its budget (read by `load`)
+def _take_restored(run: TrialRun, got: Restored) -> None:
+    """Take what the restored checkpoint `got` holds into `run`."""
+    cont = run.pickup  # a continued run's rows before its budget (read by `read_continued`)
 
     def before(seed: int) -> tuple[list[dict], list[dict]]:
         st = cont.seeds.get(seed) if cont is not None else None
@@ -128,7 +128,7 @@ def _pick_up(run: TrialRun, got: Restored) -> None:
             seeds[seed] = dataclasses.replace(p, rows=rows0 + p.rows,
                                               snapshots=snaps0 + p.snapshots)
     origin_hash, origin_step = got.origin
-    run.resumed = Resumed(config_hash=origin_hash, step=got.step, seeds=seeds, copied={},
+    run.pickup = TrialPickup(config_hash=origin_hash, step=got.step, seeds=seeds, copied={},
                           from_step=origin_step, evaluated=True)
     keep = [i for i, s in enumerate(run.seeds) if s in seeds]
     run.seeds = [run.seeds[i] for i in keep]

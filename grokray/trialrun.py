@@ -96,22 +96,23 @@ class TrialRun:
         self.snapshots: list[dict] = []
         """snapshot records (grokray.snapshots), one per (seed, step, tensor)"""
         self.n_params = 0
-        self.resumed: Any = None
-        """what the seeds continue from (grokray.trainer.resume.Resumed; None: trained from
-        step 0)"""
+        self.pickup: Any = None
+        """what the seeds pick up from an earlier run, continued or restored from a checkpoint
+        (grokray.trainer.pickup.TrialPickup; None: trained from step 0)"""
         self.copied_snapshots: list[dict] = []
         self.checkpoints: Any = None
         """where this trial keeps its checkpoints (grokray.checkpoint.Hook; None: nowhere)"""
         self.checkpoint_step: int | None = None
-        """the step of the checkpoint this run resumed from (None: trained from its start)"""
+        """the step of the checkpoint this run was restored from (None: trained from its
+        start)"""
         self.chain_start = 0
         """the step the chain of that checkpoint began at"""
 
-    def continue_from(self, resumed: Any) -> None:  # noqa: ANN401 - trainer.resume.Resumed
-        """Take what the seeds continue from (`resumed`, read back by
-        grokray.trainer.resume.load): a copied seed's outcome and rows are final, and it leaves
-        the seeds to train."""
-        self.resumed = res = resumed
+    def continue_from(self, pickup: Any) -> None:  # noqa: ANN401 - trainer.pickup.TrialPickup
+        """Take what the seeds continue from (`pickup`, read back by
+        grokray.trainer.pickup.read_continued): a copied seed's outcome and rows are final, and
+        it leaves the seeds to train."""
+        self.pickup = res = pickup
         for s, (outcome, rows, snaps) in res.copied.items():
             self.outcome[s] = outcome
             self.rows.extend(rows)
@@ -135,7 +136,7 @@ class TrialRun:
         self.fail_rest("the trainer recorded no outcome")
         rows = self.rows
         curves = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(CURVE_COLUMNS))
-        if self.resumed is not None and rows:
+        if self.pickup is not None and rows:
             curves = curves.sort_values(["seed", "step"], kind="stable").reset_index(drop=True)
         snapshots = self.copied_snapshots + self.snapshots
         if self.checkpoint_step is not None:

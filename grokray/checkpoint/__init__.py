@@ -1,5 +1,5 @@
-"""Checkpoints: what a trial cut short (a worker killed, a node gone, a job's time limit)
-resumes from, so that it trains again at most the steps since its last checkpoint.
+"""Checkpoints: what a trial cut short (a worker killed, a node gone, a job's time limit) is
+restored from, so that it trains again at most the steps since its last checkpoint.
 
 A gradient-trained trial checkpoints every `checkpoint_every` seconds of trial time (a config
 field, not part of the trial's identity; 0: never), and when the sweep's driver asks. A
@@ -11,16 +11,25 @@ checkpoint is two files per trial (config), each seed's part on its own inside:
   it was: parameters, optimizer moments, Grokfast filter state, its mini-batch stream and its
   model's sampling stream (FORGE's sampled L_assoc above `forge.alg_full_max`), at that step.
 
-The deltas of one run form a chain (each names the step of the one before it); a trial resumes
-from the newest state and every delta up to it, and only the newest state is kept. Nothing is
-written twice: a delta holds only what is new since the one before it.
+The deltas of one run form a chain (each names the step of the one before it); a trial is
+restored from the newest state and every delta up to it, and only the newest state is kept.
+Nothing is written twice: a delta holds only what is new since the one before it.
 
-Modules: `format` (the bytes of one file: an npz archive, whose zip CRCs catch damage, with a
-JSON header), `restore` (a chain read back into what a trial resumes from), `hook` (how the
-trainer talks to whoever stores checkpoints: `Hook`), `memory` (checkpoints held in memory). The
-trainer's side, its state to a checkpoint, is grokray/trainer/checkpoints.py; where checkpoints
-are stored, and the Ray edge that carries them to the sweep's driver, grokray/sweep/checkpoints.py
-and checkpoint_box.py. No Ray here.
+One role, one home:
+
+- the file format, the bytes of one file (an npz archive, whose zip CRCs catch damage, with a
+  JSON header): `format` here;
+- restoring a checkpoint, a chain read back into what a trial is restored from: `restore` here;
+- the trial-side checkpointer, the trainer's state to checkpoint files:
+  grokray/trainer/checkpointer.py (`Checkpointer`), which talks to whoever keeps them through
+  `hook` here (`Hook`); `memory` here keeps them in memory (the driver's per-trial cache, and a
+  `Hook` of its own for tests and benchmarks);
+- the driver-side store, where checkpoints are stored and the channel that carries them to
+  storage: grokray/sweep/checkpoint_store.py (`Files`, `Channel`);
+- the Ray actor that carries them between the trials' workers and the driver:
+  grokray/sweep/checkpoint_actor.py (`ActorHook`, `RayChannel`).
+
+No Ray in this package.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """How the trainer talks to whoever keeps its checkpoints (`Hook`): the sweep's worker hands one
-to `run_trial` / `run_pack`; the trainer asks it for the chain to resume from, gives it each
-checkpoint, and asks whether the driver wants one now. No Ray here: the Ray hook lives at the
-edge (grokray/sweep/checkpoints.py)."""
+to `run_trial` / `run_pack`; the trainer asks it for the chain to restore, gives it each
+checkpoint, and asks whether the driver wants one now. No Ray here: in a `--local` sweep the
+hook is the driver's channel itself (grokray/sweep/checkpoint_store.py, `Channel`); on Ray it is
+the workers' `ActorHook`, which reaches the driver through the checkpoint actor, at the edge
+(grokray/sweep/checkpoint_actor.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ class Hook(Protocol):
     """What the trainer needs of a checkpoint store."""
 
     def chain(self, config_hash: str, every_s: float) -> Chain | None:
-        """The chain a trial of this identity resumes from (None: start at its first step); the
+        """The chain a trial of this identity is restored from (None: start at its first step); the
         trial starts, checkpointing every `every_s` seconds."""
         ...
 

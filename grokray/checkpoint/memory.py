@@ -1,6 +1,6 @@
-"""Checkpoints kept in memory, by trial: the newest state and the deltas of its chain. The store
-behind the sweep driver's checkpoint channel (grokray/sweep/checkpoints.py), and a `Hook` of its
-own for tests and benchmarks."""
+"""Checkpoints kept in memory, by trial: the newest state and the deltas of its chain. What the
+driver's checkpoint channel (grokray/sweep/checkpoint_store.py) and the checkpoint actor
+(grokray/sweep/checkpoint_actor.py) hold, and a `Hook` of its own for tests and benchmarks."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""A chain of checkpoint files read back into what a trial resumes from (`restore`): the seeds
-that had finished (outcome, curve rows, snapshots) and, for each seed still training, its rows,
-snapshots, parameters and training state (names as grokray/trainer/checkpoints.py writes them).
-Read on the worker (grokray.trial.TrialRun); the driver checks a chain whole (`check_chain`)
-before it hands it out."""
+"""Restoring a checkpoint: a chain of checkpoint files read back into what a trial is restored
+from (`restore`): the seeds that had finished (outcome, curve rows, snapshots) and, for each
+seed still training, its rows, snapshots, parameters and training state (names as
+grokray/trainer/checkpointer.py writes them). Read on the worker (grokray.trial, before the
+trainer starts); the driver checks a chain whole (`check_chain`) before it hands it out."""
 
 from __future__ import annotations
 

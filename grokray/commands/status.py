@@ -163,7 +163,7 @@ def repair(sweep_dir: str) -> int:
 
     with WriterLock(sweep_dir, f"grokray status --repair {sweep_dir}"):
         done = store.repair_damaged(sweep_dir)
-        from grokray.sweep.checkpoints import repair as repair_checkpoints  # as `store` above
+        from grokray.sweep.checkpoint_store import repair as repair_checkpoints  # as `store` above
 
         done.update({k: [str(v)] for k, v in repair_checkpoints(sweep_dir).items()})
     for path in done["damaged"]:

@@ -1,6 +1,6 @@
 """One member's training state as named arrays, and back: what an end snapshot keeps so that a
 run censored at its budget can go on exactly where it stopped (grokray.sweep.continuing plans
-it, grokray.trainer.resume restores it).
+it, grokray.trainer.pickup puts it back).
 
 Names (rows of the snapshots table, tensor `state/<name>`): the optimizer's `opt.t` (steps
 taken) and AdamW's moments `opt.m.<param>`, `opt.v.<param>` or SGD's momentum `opt.buf.<param>`;

@@ -189,13 +189,13 @@ class Deadline:
             run_part(plan)
             return []
         todo = list(plan.todo)
-        # a trial cut short in an earlier allocation resumes from its checkpoint: priced for
+        # a trial cut short in an earlier allocation is restored from its checkpoint: priced for
         # the steps it has left
         done = checkpoint_steps(spec.sweep_dir)
         model = {c.config_hash(): model_seconds(c, spec.gpu, done=done.get(c.config_hash(), 0))
                  for c in todo}
         # a trial that checkpoints need only reach its first checkpoint (seconds of trial
-        # time, after its start): the next allocation resumes it from there
+        # time, after its start): the next allocation restores it from there
         needs = {c.config_hash(): None if (f := first_checkpoint_s(c)) is None
                  else f + OVERHEAD_S for c in todo}
         slots = session.slots(spec.cpu, spec.concurrency) if spec.gpu <= 0 else \
@@ -285,7 +285,7 @@ def newest_checkpoint(sweep_dir: str) -> float:
     import pyarrow.fs as pafs
 
     from grokray.reader import Location
-    from grokray.sweep.checkpoints import CHECKPOINTS
+    from grokray.sweep.checkpoint_store import CHECKPOINTS
 
     loc = Location.of(sweep_dir)
     sel = pafs.FileSelector(loc.join(CHECKPOINTS), recursive=True, allow_not_found=True)
@@ -300,7 +300,7 @@ def newest_checkpoint(sweep_dir: str) -> float:
 def checkpoint_steps(sweep_dir: str) -> dict[str, int]:
     """config_hash -> the step of its newest checkpoint state under the sweep's checkpoints/
     (from the file names; whether it can be used is the trial's to find out)."""
-    from grokray.sweep.checkpoints import Files
+    from grokray.sweep.checkpoint_store import Files
 
     try:
         files = Files(sweep_dir)

@@ -4,10 +4,11 @@ them from step 0.
 
 The plan (`plan`) pairs each config still to run with the rows of the same config at a smaller
 budget (the same canonical config but `steps`; the largest such budget), and sets the config's
-`resume` section (grokray.config.ResumeConfig): where those rows are, and which of its seeds are
-copied. A seed that ended at the smaller budget (`not_grokked`, or grokked but not yet held for
-`patience` evals) continues from its end snapshot (parameters, optimizer moments, Grokfast filter
-state, the sampling stream: grokray.optim.state, `MiniBatches.state`); a seed that grokked and
+`continued_from` section (grokray.config.ContinuedFromConfig): where those rows are, and which
+of its seeds are copied. A seed that ended at the smaller budget (`not_grokked`, or grokked but
+not yet held for `patience` evals) continues from its end snapshot (parameters, optimizer
+moments, Grokfast filter state, the sampling stream: grokray.optim.state,
+`MiniBatches.state`); a seed that grokked and
 held before that budget stopped where it would stop at any larger one, so its rows are copied
 under the new identity without training. A continued or copied row records `continued_from` (the
 old config_hash) and `continued_from_step` (the step training picked up from; for a copied row,
@@ -21,7 +22,7 @@ differs before the old budget, the old budget is not an eval step of the new sch
 diverged, missing) or no training state (snapshots off). A refused continuation is one line per
 reason on the sweep's stderr.
 
-The worker's half, reading the old rows back, is grokray.trainer.resume.
+The worker's half, reading the old rows back, is grokray.trainer.pickup.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def refusal(old: TrialConfig, new: TrialConfig) -> str | None:
 def steps_to_train(cfg: TrialConfig) -> int:
     """Seed-steps `cfg` trains at most: its budget for each seed, less where it continues
     from; nothing for a copied seed."""
-    r = cfg.resume
+    r = cfg.continued_from
     if not r.config_hash:
         return len(cfg.seeds) * cfg.steps
     return (len(cfg.seeds) - len(r.copied)) * (cfg.steps - r.step)
@@ -89,7 +90,7 @@ class Continuations:
     """What `plan` made of the configs still to run."""
 
     todo: list[TrialConfig]
-    """the configs, those that continue with their `resume` section set"""
+    """the configs, those that continue with their `continued_from` section set"""
     continued: int = 0
     """seeds that continue from an end snapshot"""
     copied: int = 0
@@ -119,8 +120,8 @@ class _Old:
 
 
 def plan(configs: list[TrialConfig], sweep_dir: str) -> Continuations:
-    """Set the `resume` section of each config in `configs` (each with the seeds still to run)
-    that can continue from rows of a smaller budget in `sweep_dir`; reads only."""
+    """Set the `continued_from` section of each config in `configs` (each with the seeds still
+    to run) that can continue from rows of a smaller budget in `sweep_dir`; reads only."""
     out = Continuations(todo=list(configs))
     if not configs:
         return out
@@ -130,7 +131,7 @@ def plan(configs: list[TrialConfig], sweep_dir: str) -> Continuations:
     df = t.frame
     if not len(df) or not {"steps", "steps_run"} <= set(df.columns):
         return out
-    df = df[df["steps"] < max(c.steps for c in configs)]  # a plain resume reads no config
+    df = df[df["steps"] < max(c.steps for c in configs)]  # a resumed sweep reads no config
     if not len(df):
         return out
     cj = reader.read_dir(loc, TRIALS, columns=["config_hash", "config_json"],  # those rows'
@@ -167,7 +168,7 @@ def plan(configs: list[TrialConfig], sweep_dir: str) -> Continuations:
         out.continued += len(go_on)
         out.steps_saved += len(go_on) * old.cfg.steps + sum(
             int(old.rows[s]["steps_run"]) for s in copied)
-        todo.append(cfg.with_overrides({"resume": {
+        todo.append(cfg.with_overrides({"continued_from": {
             "config_hash": old.hash, "step": old.cfg.steps, "out": sweep_dir,
             "files": sorted({old.rows[s]["file"] for s in cfg.seeds}), "copied": copied}}))
     out.todo = todo

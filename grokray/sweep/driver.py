@@ -15,7 +15,7 @@ Slurm allocation's deadline, grokray.slurm.deadline) decides which trials start 
 A graceful stop (`stop()`, or SIGTERM when `run` is called on the main thread) asks the
 running trials to checkpoint, waits for them (at most the policy's `stop_wait_s`, else
 STOP_WAIT_S), then ends the run: the rows of every finished trial are kept, the next run of
-the same spec resumes the trials cut short from their checkpoints. Ctrl-C (SIGINT) stops
+the same spec restores the trials cut short from their checkpoints. Ctrl-C (SIGINT) stops
 without asking for checkpoints. Either way `run` returns a SweepOutcome in state "stopped".
 """
 
@@ -339,7 +339,7 @@ def checkpoint_running(timeout_s: float) -> str | None:
     has (or finished, or `timeout_s` ran out). The line to show, None when no sweep with
     checkpoints runs."""
     try:
-        from grokray.sweep.checkpoints import channel
+        from grokray.sweep.checkpoint_store import channel
     except ImportError:  # a grokray without trial checkpoints
         return None
     ch = channel()
@@ -350,5 +350,5 @@ def checkpoint_running(timeout_s: float) -> str | None:
     took = time.time() - t0
     if missing:
         return (f"asked the running trials to checkpoint: {missing} did not answer within "
-                f"{timeout_s:.0f} s (they resume from their last periodic checkpoint)")
+                f"{timeout_s:.0f} s (they are restored from their last periodic checkpoint)")
     return f"asked the running trials to checkpoint: done in {took:.1f} s"

@@ -45,7 +45,7 @@ class Outcome:
     """the exception Ray gave for a trial it lost (decides whether to retry); driver only"""
     lost: bool = False
     """its worker or node was lost on every try: the trial did not fail by itself, so its
-    checkpoints stay (grokray/sweep/checkpoints.py) and `--rerun-failed` resumes it"""
+    checkpoints stay (grokray/sweep/checkpoint_store.py) and `--rerun-failed` restores it"""
 
 
 def default_trial_fn(checkpoints: Any = None) -> TrialFn:
@@ -84,7 +84,7 @@ def execute_pack(configs: Sequence[TrialConfig], checkpoints: Any = None) -> lis
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     work = [max(1, sum(max(0, s.steps_run - (s.checkpoint_step or s.continued_from_step or 0))
                        for s in r.seeds))
-            for r in results]  # the steps each trained here (past a continued or resumed start)
+            for r in results]  # the steps each trained here (past a continued or restored start)
     return [Outcome(c, r, wall_s=wall, cpu_s=cpu * w / sum(work))
             for c, r, w in zip(configs, results, work, strict=True)]
 

@@ -71,7 +71,7 @@ class RaySession:
         self.open = False
         """between __enter__ and __exit__ (the sweep driver opens a session not yet open)"""
         self.checkpoints = None
-        """the driver's checkpoint channel on this Ray (grokray.sweep.checkpoint_box.RayChannel;
+        """the driver's checkpoint channel on this Ray (grokray.sweep.checkpoint_actor.RayChannel;
         made by the first sweep that runs)"""
 
     @property

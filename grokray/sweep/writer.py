@@ -18,7 +18,7 @@ import pandas as pd
 from grokray.config import TrialConfig
 from grokray.result import SeedResult, TrialResult
 from grokray.sweep import compact, store
-from grokray.sweep.checkpoint_box import serve
+from grokray.sweep.checkpoint_actor import serve
 from grokray.sweep.executors.base import Executor
 from grokray.sweep.outcome import Outcome
 from grokray.sweep.plan import Plan, plan_record
@@ -61,7 +61,7 @@ class Writer:
         self.landed: Any = None
         """called with a trial's config_hash once its rows are written (its checkpoints go;
         not for a trial lost to its worker or node on every try, `Outcome.lost`: a rerun of
-        the failed resumes it)"""
+        the failed restores it)"""
 
     def started(self, config: TrialConfig) -> None:
         if self.display is not None:

@@ -33,8 +33,11 @@ Its parts, one job each:
     evaluate.py        `Evaluator`: the eval and its curve rows; `summarize` at the end
     stopping.py        `StoppingRule`: grokked and held, diverged, budget spent; `outcome`
     snapshot_hooks.py  `SnapshotHooks`: each trial's snapshot recorder, end state included
-    resume.py          a continued run: what it picks up read back (`load`), its end state
-                       restored and its earlier evals replayed
+    checkpointer.py    `Checkpointer`: the trial-side checkpointer (its state to checkpoint files,
+                       handed to a grokray.checkpoint.Hook)
+    pickup.py          what a trial picks up from an earlier run: a continued run's old rows
+                       read back (`read_continued`); a continued or restored member's state
+                       put into its slot (`pick_up`) and its earlier evals replayed
     minibatches.py     `MiniBatches`: each member's shuffled mini-batches and their stream
 
 The pairs per logits chunk and their budgets are grokray.models.chunks (`grokray recompute`'s

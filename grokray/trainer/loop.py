@@ -9,9 +9,9 @@ import time
 import torch
 
 from grokray.errors import GrokrayError, error_line
-from grokray.trainer.checkpoints import Checkpointer
+from grokray.trainer.checkpointer import Checkpointer
 from grokray.trainer.evaluate import Evaluator, summarize
-from grokray.trainer.resume import replay, restore
+from grokray.trainer.pickup import pick_up, replay
 from grokray.trainer.snapshot_hooks import SnapshotHooks
 from grokray.trainer.stack import Stack
 from grokray.trainer.step import train_step
@@ -27,7 +27,7 @@ def train(run: TrialRun) -> None:
 def train_pack(runs: list[TrialRun]) -> None:
     """Train the trials `runs` (configs of one `grokray.pack.pack_key`) as one stack of members,
     each recording its own outcomes and curve rows as it would alone."""
-    # a trial resumed from a checkpoint at which every seed had finished: its summaries only
+    # a trial restored from a checkpoint at which every seed had finished: its summaries only
     summarize([r for r in runs if not r.seeds and r.checkpoint_step is not None])
     runs = [r for r in runs if r.seeds]  # a continued trial's copied seeds need no training
     if runs:
@@ -43,19 +43,19 @@ class Training:
         self.evaluator = Evaluator(st)
         self.stopping = StoppingRule(st.cfg)
         self.snaps = SnapshotHooks(st, self.evaluator.schedules)
-        self.start = restore(st) if any(r.resumed is not None for r in runs) else 0
-        """the step training starts from (a continued run's: grokray.trainer.resume)"""
+        self.start = pick_up(st) if any(r.pickup is not None for r in runs) else 0
+        """the step training starts from (a continued or restored run's: grokray.trainer.pickup)"""
 
     def run(self) -> None:
         st, step = self.stack, self.start
         t_loop = time.perf_counter()
-        resumed = [r.resumed for r in st.runs if r.resumed is not None]
+        pickups = [r.pickup for r in st.runs if r.pickup is not None]
         ckpt, ended = None, False
         try:
-            if resumed:
+            if pickups:
                 replay(st, self.evaluator, self.stopping, self.snaps)
             ckpt = self.checkpointer(step)  # its deltas hold what is recorded from here on
-            if not any(r.evaluated for r in resumed):  # a checkpoint's eval was taken
+            if not any(r.evaluated for r in pickups):  # a checkpoint's eval was taken
                 self.evaluate(step, list(st.active))
             check_every = 1 if st.device.type == "cpu" else 16  # a GPU sync costs a step
             while step < max(st.steps) and st.active:

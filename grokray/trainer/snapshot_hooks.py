@@ -55,7 +55,7 @@ class SnapshotHooks:
 def member_arrays(st: Stack, pos: int, i: int) -> dict[str, np.ndarray]:
     """What member `pos` (stack index i) needs to continue past its budget: optimizer and
     filter state (grokray.optim.state) and its mini-batch stream (a checkpoint adds its
-    parameters and its model's sampling stream: grokray.trainer.checkpoints)."""
+    parameters and its model's sampling stream: grokray.trainer.checkpointer)."""
     out = member_state(st.opt, st.filt, i)
     if st.minibatches is not None:
         out.update(st.minibatches.state(pos))

@@ -109,7 +109,7 @@ def _model(runs: list[TrialRun], member_run: list[int]
 
 def _seeds_model(model_cls: Any, run: TrialRun) -> Model:
     """The model of `run`'s seeds to train, built for all of its config's seeds and narrowed to
-    those (a continued or resumed trial whose other seeds had finished): choices made for the
+    those (a continued or restored trial whose other seeds had finished): choices made for the
     seed count (FORGE's L_assoc form) are its trial's, whatever seeds are left."""
     cfg, task = run.cfg, run.task
     if list(run.seeds) == list(cfg.seeds):

@@ -62,7 +62,7 @@ class StoppingRule:
 def outcome(run: TrialRun, seed: int, status: str, step: int, track: SeedTrack | None,
             last: dict[str, Any], error: str | None = None) -> SeedResult:
     """A stopped member's SeedResult: its grok track and its last curve row."""
-    origin = run.resumed.origin(seed) if run.resumed is not None else (None, None)
+    origin = run.pickup.origin(seed) if run.pickup is not None else (None, None)
     return SeedResult(
         seed=seed, data_seed=run.cfg.seed_data_seed(seed), status=status, error=error,
         grok_step=track.grok_step if track else None,

@@ -167,7 +167,7 @@ def assert_rows_equal_uninterrupted(sweep_dir: str, configs, rtol: float = 1e-12
 
 def checkpoint_steps(sweep_dir: str, config_hash: str) -> list[int]:
     """The steps of a trial's state checkpoints in the sweep's storage."""
-    from grokray.sweep.checkpoints import Files
+    from grokray.sweep.checkpoint_store import Files
 
     return Files(sweep_dir).state_steps(config_hash)
 
@@ -175,9 +175,9 @@ def checkpoint_steps(sweep_dir: str, config_hash: str) -> list[int]:
 def running_trials() -> list:
     """The trials the driver's checkpoint channel sees running (`RunningTrial`s); none before a
     sweep opens its channel, nor between sweeps (the channel of one that ended can be gone)."""
-    from grokray.sweep import checkpoints
+    from grokray.sweep import checkpoint_store
 
-    ch = checkpoints.channel()
+    ch = checkpoint_store.channel()
     try:
         return ch.running() if ch is not None and ch.files is not None else []
     except Exception:  # noqa: BLE001 - between sweeps: the caller looks again

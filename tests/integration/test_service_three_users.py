@@ -55,7 +55,7 @@ def test_three_users_priorities_preemption_fair_share_reuse(tmp_path):
     from grokray.service.runner import Runner
     from grokray.service.scheduler import Resources
     from grokray.service.state import State
-    from grokray.sweep.checkpoints import Files
+    from grokray.sweep.checkpoint_store import Files
     from grokray.sweep.plan import make_plan
     from grokray.sweep.spec import load_spec
 

@@ -208,7 +208,7 @@ def test_node_removed_mid_trial_resumes_on_another_node(tmp_path, cluster):
 def test_driver_asks_running_trials_to_checkpoint(tmp_path):
     """With a checkpoint interval far longer than the trial, the only checkpoint is the one the
     driver asks for; it reaches storage before `wait` returns."""
-    from grokray.sweep import checkpoints
+    from grokray.sweep import checkpoint_store
     from grokray.sweep.executors.factory import make_executor
     from grokray.sweep.plan import make_plan
     from grokray.sweep.session import RaySession
@@ -224,7 +224,7 @@ def test_driver_asks_running_trials_to_checkpoint(tmp_path):
         # checkpoint actor reports it), so the checkpoint asked for is past step 0
         running = helpers.wait_for_running(lambda rs: rs and all(r.trained_s >= 1.0 for r in rs),
                                            stop)
-        ch = checkpoints.channel()
+        ch = checkpoint_store.channel()
         gen = ch.request()
         got["left"] = ch.wait(gen, timeout_s=60)
         got["steps"] = helpers.checkpoint_steps(spec.sweep_dir, h)

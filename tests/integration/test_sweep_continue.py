@@ -1,4 +1,4 @@
-"""Continuing censored runs (grokray.sweep.continuing, grokray.trainer.resume): `grokray sweep`
+"""Continuing censored runs (grokray.sweep.continuing, grokray.trainer.pickup): `grokray sweep`
 with a larger `steps` picks up the seeds censored at the smaller budget from their end
 snapshots, and its rows equal those of a sweep trained at the larger budget from the start
 (float64: every trials column but times and run ids, every curve value); finished seeds are
@@ -143,7 +143,7 @@ def test_budget_dependent_schedules_refuse_and_train_from_zero(tmp_path, over, w
     lines = plan.continuations.lines()
     assert len(lines) == 1 and why in lines[0] and lines[0].startswith(
         "not continued, training from step 0 (2 seed-run(s)): ")
-    assert all(c.resume.config_hash is None for c in plan.todo)
+    assert all(c.continued_from.config_hash is None for c in plan.todo)
     assert make_plan(_spec(tmp_path, "a", 90, axes=axes, **over), force=True
                      ).continuations is None
 

@@ -1,6 +1,6 @@
-"""Checkpoints on the sweep's driver (grokray/sweep/checkpoints.py): the files in the sweep dir's
-`checkpoints/`, what a run of the sweep resumes from, what it ignores (one line), what it
-removes; a local sweep cut short resumes and equals one never cut."""
+"""Checkpoints on the sweep's driver (grokray/sweep/checkpoint_store.py): the files in the sweep
+dir's `checkpoints/`, what a run of the sweep restores, what it ignores (one line), what it
+removes; a local sweep cut short, restored, equals one never cut."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from grokray.checkpoint.restore import restore
 from grokray.commands.status import repair as status_repair
-from grokray.sweep import checkpoint_box, checkpoints
+from grokray.sweep import checkpoint_actor, checkpoint_store
 from grokray.sweep.executors.local import LocalExecutor
 from grokray.sweep.plan import make_plan
 from grokray.sweep.spec import load_spec
@@ -71,7 +71,7 @@ def _tables(d):
 def _cut(spec, kills):
     """Start each config of the sweep on the driver's channel and lose it at `kills[i]`."""
     plan = make_plan(spec)
-    ch = checkpoint_box.serve(None, spec.sweep_dir, plan.todo)
+    ch = checkpoint_actor.serve(None, spec.sweep_dir, plan.todo)
     for cfg, k in zip(plan.todo, kills, strict=True):
         with pytest.raises(Killed):
             run_trial(cfg, checkpoints=ChannelHook(ch, 25, kill=k))
@@ -136,7 +136,7 @@ def test_status_repair_removes_orphans_and_temp_files(tmp_path):
     d = tmp_path / "out" / "ck" / "checkpoints"
     cfg = plan.todo[0]
     # the driver died between the rows and the removal: the checkpoint is an orphan
-    ch = checkpoints.Channel()
+    ch = checkpoint_store.Channel()
     ch.open(spec.sweep_dir, [])
     with pytest.raises(Killed):
         run_trial(cfg, checkpoints=ChannelHook(ch, 25, kill=30))
@@ -148,8 +148,8 @@ def test_status_repair_removes_orphans_and_temp_files(tmp_path):
 
 def test_chain_survives_the_file_round_trip(tmp_path):
     cfg = _cfg()
-    files = checkpoints.Files(str(tmp_path))
-    ch = checkpoints.Channel()
+    files = checkpoint_store.Files(str(tmp_path))
+    ch = checkpoint_store.Channel()
     ch.files = files
     with pytest.raises(Killed):
         run_trial(cfg, checkpoints=ChannelHook(ch, 10, kill=47))
@@ -194,7 +194,7 @@ def test_continued_run_cut_short_resumes_and_equals_a_run_never_cut(tmp_path):
     run_plan(make_plan(spec(out, 60)), LocalExecutor())
     s120 = spec(out, 120)
     plan = _cut(s120, [37, 37])
-    assert all(c.resume.step == 60 for c in plan.todo)  # continued from 60, lost at 97
+    assert all(c.continued_from.step == 60 for c in plan.todo)  # continued from 60, lost at 97
     run_plan(make_plan(s120), LocalExecutor())
     t = pd.concat(pd.read_parquet(p) for p in (out / "ck" / "trials").glob("*.parquet"))
     t = t[t["steps"] == 120]
@@ -224,7 +224,7 @@ def test_a_lost_trial_keeps_its_checkpoints_for_rerun_failed(tmp_path):
     plan = _cut(spec, [60, 60])
     a, b = plan.todo
     d = tmp_path / "out" / "ck" / "checkpoints"
-    ch = checkpoint_box.serve(None, spec.sweep_dir, plan.todo)
+    ch = checkpoint_actor.serve(None, spec.sweep_dir, plan.todo)
     writer = Writer(plan)
     writer.landed = ch.land
     writer.finished(Outcome(a, failed_result(a, "RuntimeError: boom in the model")))
@@ -234,7 +234,7 @@ def test_a_lost_trial_keeps_its_checkpoints_for_rerun_failed(tmp_path):
     assert sorted(os.listdir(d)) == [b.config_hash()]
     again = make_plan(spec)
     assert again.todo == []  # failed rows count as done
-    checkpoint_box.serve(None, spec.sweep_dir, again.todo).close()  # a plain run's start
+    checkpoint_actor.serve(None, spec.sweep_dir, again.todo).close()  # a plain run's start
     status_repair(spec.sweep_dir)
     assert sorted(os.listdir(d)) == [b.config_hash()]
     rerun = make_plan(spec, rerun_failed=True)

@@ -553,9 +553,9 @@ def test_ask_checkpoints_on_a_graceful_stop(monkeypatch):
             calls.append((gen, timeout_s))
             return missing
 
-    fake = types.ModuleType("grokray.sweep.checkpoints")
+    fake = types.ModuleType("grokray.sweep.checkpoint_store")
     fake.channel = lambda: chan
-    monkeypatch.setitem(sys.modules, "grokray.sweep.checkpoints", fake)
+    monkeypatch.setitem(sys.modules, "grokray.sweep.checkpoint_store", fake)
     monkeypatch.setenv("GROKRAY_SLURM_SIGNAL_S", "120")
     chan, missing = None, 0
     assert dl.ask_checkpoints(None) is None and calls == []  # no sweep with checkpoints

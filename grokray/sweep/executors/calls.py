@@ -17,8 +17,8 @@ from typing import Any
 
 from grokray.config import TrialConfig
 from grokray.groups import parse
-from grokray.sweep.checkpoint_box import worker_hook
-from grokray.sweep.checkpoints import channel
+from grokray.sweep.checkpoint_actor import worker_hook
+from grokray.sweep.checkpoint_store import channel
 from grokray.sweep.executors.packing import fit_device, free_bytes, packs
 from grokray.sweep.outcome import Outcome, TrialFn, default_trial_fn, execute, execute_pack
 from grokray.threads import torch_threads, trial_threads
@@ -130,5 +130,5 @@ def _run_call(call: WorkerCall, trial_fn: TrialFn | None, node: str,
 def checkpoint_hook(node: str) -> Any:
     """Where this worker's trials keep their checkpoints (grokray.checkpoint.Hook): in the
     driver's own process (`node` "local") its channel, on a Ray worker the driver's checkpoint
-    actor (grokray/sweep/checkpoint_box.py); None when there is none."""
+    actor (grokray/sweep/checkpoint_actor.py); None when there is none."""
     return channel() if node == "local" else worker_hook()

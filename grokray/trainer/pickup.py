@@ -1,13 +1,17 @@
-"""A continued run, the worker's half (the driver's plan and refusal rules:
-grokray.sweep.continuing). `load` reads the old rows a continued trial picks up: the continued
-seeds' curve rows before the old budget and their snapshots before it (the curves and snapshots
-of the new row hold the whole run, so analysis sees one curve; the eval at the old budget is
-taken again, as the larger-budget run takes it), their end snapshot (parameters and training
-state), and the copied seeds' rows whole. In the trainer, `restore` puts each continued
+"""What a trial picks up from an earlier run, put into the trainer: a continued run's old rows
+and end snapshots, or a checkpoint's state.
+
+A continued run, the worker's half (the driver's plan and refusal rules:
+grokray.sweep.continuing). `read_continued` reads the old rows a continued trial picks up: the
+continued seeds' curve rows before the old budget and their snapshots before it (the curves and
+snapshots of the new row hold the whole run, so analysis sees one curve; the eval at the old
+budget is taken again, as the larger-budget run takes it), their end snapshot (parameters and
+training state), and the copied seeds' rows whole. In the trainer, `pick_up` puts each continued
 member's end snapshot (parameters, optimizer and filter state, sampling stream) into its slot of
 the stack, and `replay` its evals before the start (curve rows, grok track, eval count,
-snapshots), as if this run had taken them. A run resumed from a checkpoint (grokray.checkpoint)
-goes through `restore` and `replay` too, its members' state read from the checkpoint.
+snapshots), as if this run had taken them. A run restored from a checkpoint (grokray.checkpoint,
+read back by grokray.checkpoint.restore) goes through `pick_up` and `replay` too, its members'
+state read from the checkpoint.
 """
 
 from __future__ import annotations
@@ -37,15 +41,16 @@ from grokray.trainer.stopping import StoppingRule
 TRIALS, CURVES, SNAPSHOTS = "trials", "curves", "snapshots"
 
 
-def restore(st: Stack) -> int:
-    """Put each continued member's end snapshot into its slot; the step training starts from.
-    The members of a pack continue from one step (its `resume.step` is in the pack key)."""
-    starts = {r.resumed.step if r.resumed is not None else 0 for r in st.runs}
+def pick_up(st: Stack) -> int:
+    """Put what each member picks up (a continued seed's end snapshot, a restored checkpoint's
+    state) into its slot; the step training starts from.
+    The members of a pack continue from one step (its `continued_from.step` is in the pack key)."""
+    starts = {r.pickup.step if r.pickup is not None else 0 for r in st.runs}
     if len(starts) != 1:
         raise ValueError(f"members of one stack continue from different steps {starts}")
     with torch.no_grad():
         for p, (ri, seed) in enumerate(st.members):
-            res = st.runs[ri].resumed
+            res = st.runs[ri].pickup
             assert res is not None
             state = res.seeds[seed]
             for k, v in st.model.params.items():
@@ -63,7 +68,7 @@ def replay(st: Stack, evaluator: Evaluator, stopping: StoppingRule,
     through the stopping rule and counted; its snapshots before the start kept."""
     for pos in st.active:
         ri, seed = st.member_run[pos], st.seeds[pos]
-        res = st.runs[ri].resumed
+        res = st.runs[ri].pickup
         assert res is not None
         state = res.seeds[seed]
         stopping.replay(pos, state.rows)
@@ -73,11 +78,12 @@ def replay(st: Stack, evaluator: Evaluator, stopping: StoppingRule,
 
 
 @dataclass
-class Resumed:
-    """The old rows a continued trial reads (`load`)."""
+class TrialPickup:
+    """What a trial picks up from an earlier run: the old rows a continued trial reads
+    (`read_continued`), or what a restored checkpoint holds (grokray.trial)."""
 
     config_hash: str | None
-    """the old config's identity (None: a run resumed from a checkpoint, not continued)"""
+    """the old config's identity (None: a run restored from a checkpoint, not continued)"""
     step: int
     """the step the continued seeds pick up from"""
     seeds: dict[int, SeedPickup]
@@ -86,7 +92,7 @@ class Resumed:
     """copied seeds: (outcome, curve rows, snapshot records)"""
     from_step: int | None = None
     """the step the seeds continued from when that is not `step` (a continued run that then
-    resumed from a checkpoint at `step`, grokray.checkpoint)"""
+    was restored from a checkpoint at `step`, grokray.checkpoint)"""
     evaluated: bool = False
     """the eval at `step` was taken before (a checkpoint's): training goes on without it"""
 
@@ -97,9 +103,9 @@ class Resumed:
         return self.config_hash, self.step if self.from_step is None else self.from_step
 
 
-def load(cfg: TrialConfig) -> Resumed:
-    """Read what the seeds of `cfg` continue from (`cfg.resume`)."""
-    r = cfg.resume
+def read_continued(cfg: TrialConfig) -> TrialPickup:
+    """Read what the seeds of `cfg` continue from (`cfg.continued_from`)."""
+    r = cfg.continued_from
     assert r.config_hash is not None and r.out is not None
     loc = reader.Location.of(r.out)
     seeds, copied = set(cfg.seeds), set(r.copied)
@@ -127,7 +133,7 @@ def load(cfg: TrialConfig) -> Resumed:
         else set()
     curves = read(CURVES, r.files, runs)
     snaps = read(SNAPSHOTS, sorted(f"{h}-{run}.parquet" for h, run in runs), runs)
-    out = Resumed(config_hash=r.config_hash, step=int(r.step), seeds={}, copied={})
+    out = TrialPickup(config_hash=r.config_hash, step=int(r.step), seeds={}, copied={})
     for s in cfg.seeds:
         c = curves[curves["seed"].astype(int) == s].sort_values("step")
         sn = snaps[snaps["seed"].astype(int) == s] if len(snaps) else snaps

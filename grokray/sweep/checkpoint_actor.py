@@ -1,13 +1,14 @@
-"""The Ray edge of checkpoints: a small actor on the driver's node (`grokray-checkpoints`, no
-CPU) that trials hand their checkpoints to and ask for the chain to resume from, the driver's
-pump thread that writes what it holds (`RayChannel`), and the trials' hook (`worker_hook`).
+"""The Ray actor that carries checkpoints between the trials and the driver, at the edge: a
+small actor on the driver's node (`grokray-checkpoints`, no CPU) that trials hand their
+checkpoints to and ask for the chain to restore, the driver's pump thread that writes what it
+holds (`RayChannel`), and the trials' hook (`worker_hook`, an `ActorHook`).
 
 Why an actor: a trial runs in a Ray worker anywhere in the cluster, while storage is the
 driver's (a local `--out` on a `ray up` head, an object store whose credentials only the driver
 has). The worker's call returns only when the trial ends, so checkpoints cannot ride on it. The
 actor lives on the driver's node (a lost worker node does not take it along), is found by name
 in the driver's Ray namespace, and holds each running trial's newest chain in memory: a trial
-retried after its worker was lost resumes from it without a read of storage.
+retried after its worker was lost is restored from it without a read of storage.
 
 A running trial polls the actor about once a second (`asked`, without waiting for the answer),
 which is also its heartbeat; the driver's `request` raises a generation number, and a trial that
@@ -31,9 +32,9 @@ from typing import Any
 from grokray.checkpoint.format import header
 from grokray.checkpoint.hook import Chain
 from grokray.checkpoint.memory import Held, MemoryStore
-from grokray.sweep.checkpoints import Channel, Say, _stderr, channel, set_channel
+from grokray.sweep.checkpoint_store import Channel, Say, _stderr, channel, set_channel
 
-BOX_NAME = "grokray-checkpoints"
+ACTOR_NAME = "grokray-checkpoints"
 POLL_S = 1.0
 """how often a trial asks the actor whether the driver wants a checkpoint (seconds of wall
 time)"""
@@ -65,7 +66,7 @@ class RunningTrial:
     """the worker process it runs in (on that node)"""
 
 
-def _box_class() -> Any:
+def _actor_class() -> Any:
     cls = globals().get("_Box")
     if cls is not None:
         return cls
@@ -155,8 +156,8 @@ class RayChannel(Channel):
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         here = ray.get_runtime_context().get_node_id()
-        self.box = _box_class().options(
-            name=BOX_NAME, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
+        self.box = _actor_class().options(
+            name=ACTOR_NAME, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
         ).remote()
         self.sweep = 0
         self._stop = threading.Event()
@@ -243,7 +244,7 @@ class RayChannel(Channel):
         return len(pending)  # a silent one did not answer either
 
 
-class BoxHook:
+class ActorHook:
     """A trial's hook (grokray.checkpoint.Hook) on a Ray worker: the actor of its driver."""
 
     def __init__(self, box: Any) -> None:
@@ -309,7 +310,7 @@ class BoxHook:
             pass
 
 
-def worker_hook() -> BoxHook | None:
+def worker_hook() -> ActorHook | None:
     """The hook of a trial running in a Ray worker of a driver that serves checkpoints (None:
     its driver has no checkpoint actor, or this process is connected to no Ray, where asking
     Ray for the actor would start a local Ray only to find none)."""
@@ -318,7 +319,7 @@ def worker_hook() -> BoxHook | None:
     if not ray.is_initialized():
         return None
     try:
-        return BoxHook(ray.get_actor(BOX_NAME))
+        return ActorHook(ray.get_actor(ACTOR_NAME))
     except ValueError:
         return None
 

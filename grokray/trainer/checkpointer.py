@@ -34,7 +34,7 @@ class Checkpointer:
                  start: int) -> None:
         """`stack` the trainer's (grokray.trainer.stack.Stack), `recorders` each trial's
         snapshot recorder, `start` the step training starts at: a run's first step, or the step
-        of the checkpoint it resumed from (its trials' `checkpoint_step`), whose chain goes
+        of the checkpoint it was restored from (its trials' `checkpoint_step`), whose chain goes
         on."""
         self.stack, self.recorders = stack, recorders
         self.hook, self.every = hook, float(every_s)
@@ -55,14 +55,14 @@ class Checkpointer:
         """Checkpoint at the top of `step` when it is due."""
         asked = self.hook.asked()
         if step == self.prev and not self.first:
-            return  # a resumed run, at the checkpoint it resumed from
+            return  # a restored run, at the checkpoint it was restored from
         if asked or time.perf_counter() - self.t_last >= self.every:
             self.take(step)
 
     def at_end(self, step: int) -> None:
         """Every member has finished at `step`: checkpoint once more when the driver asked and
         this trial has not answered (`Hook.asked_at_end`); the chain then holds every seed's
-        outcome, and a run that resumes from it trains nothing."""
+        outcome, and a run restored from it trains nothing."""
         if step == self.prev and not self.first:
             return  # its newest checkpoint is at this very step
         if self.hook.asked_at_end():
@@ -119,7 +119,7 @@ class Checkpointer:
 def _origin(run: Any) -> list[Any]:
     """(continued_from, continued_from_step) of the trial's continued seeds
     (grokray.sweep.continuing)"""
-    res = run.resumed
+    res = run.pickup
     if res is None or not res.config_hash:
         return [None, None]
     return [res.config_hash, res.from_step if res.from_step is not None else res.step]

@@ -21,7 +21,7 @@ remove.
 At the start of a run, the driver reads the newest checkpoint of every config still to run; one
 that cannot be used (damaged, another format version, another config_hash, a broken chain) is
 removed, with one line, and its trial starts at step 0. Within a run the channel holds each
-trial's newest chain in memory, so a trial whose worker was lost resumes from it when the retry
+trial's newest chain in memory, so a trial whose worker was lost is restored from it when the retry
 policy runs it again.
 """
 
@@ -157,7 +157,7 @@ def _seeds(chain: Chain) -> set[int]:
 
 
 def repair(sweep_dir: str, done: set[tuple[str, int]] | None = None) -> dict[str, int]:
-    """Remove what no trial will resume from: checkpoint temporary files, and checkpoints of
+    """Remove what no trial will be restored from: checkpoint temporary files, and checkpoints of
     trials whose rows are on disk (`done`: the (config_hash, seed) identities with a row that
     did not fail; read when not given: a failed trial's checkpoints are those of a trial lost to
     its worker or node, kept for `--rerun-failed`) or that hold nothing readable."""
@@ -194,7 +194,7 @@ class Channel:
     driver process (`channel()`), serving one sweep dir at a time (`open`).
 
     In this process (`--local`) it is the trials' hook itself; on Ray the trials reach it
-    through a small actor on the driver's node (grokray/sweep/checkpoint_box.py), which holds
+    through a small actor on the driver's node (grokray/sweep/checkpoint_actor.py), which holds
     what they hand over until this process's pump thread writes it."""
 
     def __init__(self) -> None:
@@ -214,7 +214,7 @@ class Channel:
     def open(self, sweep_dir: str, configs: Iterable[Any], say: Say = _stderr) -> int:
         """Serve the sweep in `sweep_dir` whose configs still to run are `configs`: read the
         newest usable checkpoint of each (one line for each that cannot be used; it is
-        removed) and remove orphans; returns how many trials will resume."""
+        removed) and remove orphans; returns how many trials will be restored."""
         self.close()
         self.files = files = Files(sweep_dir)
         self.memory = MemoryStore()
@@ -327,6 +327,6 @@ def channel() -> Channel | None:
 
 
 def set_channel(ch: Channel | None) -> None:
-    """Make `ch` this driver's channel (grokray.sweep.checkpoint_box.serve)."""
+    """Make `ch` this driver's channel (grokray.sweep.checkpoint_actor.serve)."""
     global _CHANNEL
     _CHANNEL = ch
