@@ -24,7 +24,8 @@ from typing import Any
 
 from grokray.errors import GrokrayError, SpecError
 
-__all__ = ["Client", "DEFAULT_SERVER", "DEFAULT_PORT", "token_file", "add_client_arguments"]
+__all__ = ["Client", "DEFAULT_SERVER", "DEFAULT_PORT", "token_file", "add_client_arguments",
+           "action_command"]
 
 DEFAULT_PORT = 8750
 DEFAULT_SERVER = f"http://127.0.0.1:{DEFAULT_PORT}"
@@ -51,6 +52,24 @@ def add_client_arguments(p: Any) -> None:  # noqa: ANN401 - argparse.ArgumentPar
     """`--server` (every client verb)."""
     p.add_argument("--server", default=None,
                    help=f"the service's URL (default: $GROKRAY_SERVER, else {DEFAULT_SERVER})")
+
+
+def action_command(verb: str, help: str, description: str) -> tuple[Any, Any]:  # noqa: A002
+    """(add_parser, main) of a client verb that acts on one sweep: `grokray VERB ID` (cancel,
+    hold, release), printing the sweep's state after it."""
+
+    def add_parser(subparsers: Any) -> None:  # noqa: ANN401 - argparse._SubParsersAction
+        p = subparsers.add_parser(verb, help=help, description=description)
+        p.add_argument("id", help="the sweep's id (`grokray queue` shows them)")
+        add_client_arguments(p)
+        p.set_defaults(func=main)
+
+    def main(args: Any) -> int:  # noqa: ANN401 - argparse.Namespace
+        sw = Client(args.server).act(args.id, verb)
+        print(f"sweep {sw['id']} {sw['name']} ({sw['owner']}): {sw['state']}")
+        return 0
+
+    return add_parser, main
 
 
 class Client:
