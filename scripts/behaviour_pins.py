@@ -3,9 +3,11 @@
     python scripts/behaviour_pins.py OUTDIR [--repo CHECKOUT] [--skip-runs]
     python scripts/behaviour_pins.py --compare BASELINE_DIR OTHER_DIR
 
-Run it with the virtual environment whose grokray is to be pinned; `--repo` (default: this
-script's checkout) is put first on PYTHONPATH of every command, so that checkout's code is what
-runs (OUTDIR/imported_from.txt names the grokray that was imported). It writes, under OUTDIR:
+Run it with any virtual environment of the project; `--repo` (default: this script's
+checkout) is put first on PYTHONPATH of every command, with its analysis/ and sweeps/ as
+grokray_analysis and grokray_sweeps, so that checkout's code and specs are what run
+(OUTDIR/imported_from.txt names the grokray, the sweeps folder and the grokray_analysis
+used). It writes, under OUTDIR:
 
 - config_hashes.json: every config_hash of every shipped spec under REPO/sweeps/ (not run/;
   the grid's trials in order; a search: its base config; a grid over PIN_MAX_POINTS: its
@@ -59,9 +61,23 @@ axes:
 """
 
 
+_SHIM: dict[Path, str] = {}
+
+
+def pythonpath(repo: Path) -> str:
+    """`repo`, then a folder naming its analysis/ and sweeps/ as the packages an editable
+    install maps them to (grokray_analysis, grokray_sweeps): the checkout's, not the venv's."""
+    if repo not in _SHIM:
+        shim = Path(tempfile.mkdtemp(prefix="pins-path-"))
+        (shim / "grokray_analysis").symlink_to(repo / "analysis")
+        (shim / "grokray_sweeps").symlink_to(repo / "sweeps")
+        _SHIM[repo] = f"{repo}{os.pathsep}{shim}"
+    return _SHIM[repo]
+
+
 def run(cmd: list[str], repo: Path, env_extra: dict | None = None,
         check: bool = True) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(repo), **(env_extra or {}))
+    env = dict(os.environ, PYTHONPATH=pythonpath(repo), **(env_extra or {}))
     env.pop("SLURM_JOB_ID", None)
     p = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True)
     if check and p.returncode != 0:
@@ -264,11 +280,14 @@ def main() -> int:
     repo = Path(args.repo).resolve()
     out = Path(args.outdir)
     out.mkdir(parents=True, exist_ok=False)
-    who = run([sys.executable, "-c", "import grokray, grokray.shipped as s; "
-               "print(grokray.__file__); print(s.root())"], repo).stdout
+    who = run([sys.executable, "-c", "import grokray, grokray.shipped as s, grokray_analysis "
+               "as a; print(grokray.__file__); print(s.root()); print(a.__file__)"],
+              repo).stdout
     (out / "imported_from.txt").write_text(who)
     print(f"grokray imported from: {who.splitlines()[0]}", flush=True)
-    roots = {str(repo): "<repo>", str(Path(who.splitlines()[1]).parent): "<repo>"}
+    shipped = who.splitlines()[1]
+    roots = {str(repo): "<repo>", shipped: "<repo>/sweeps",
+             os.path.realpath(shipped): "<repo>/sweeps"}
     steps = [("config hashes", lambda: pin_hashes(repo, out)),
              ("dry runs", lambda: pin_dry_runs(repo, out, roots)),
              ("spec corpus", lambda: pin_corpus(repo, out)),
