@@ -1,8 +1,10 @@
-"""The driver under a time limit: start only the trials that can finish before the allocation's
-end, in rounds, and say whether the allocation made progress.
+"""The sweep driver's scheduling policy under a time limit (grokray.sweep.driver.SchedulingPolicy):
+start only the trials that can finish before the allocation's end, in rounds, and say whether
+the allocation made progress.
 
 `grokray sweep` inside a Slurm job whose allocation has an end time (`allocation.end_time`)
-runs its plan through `Deadline.run` instead of all at once:
+gives the driver a `Deadline`, which runs the plan through `Deadline.run` instead of all at
+once:
 
     round:   the configs still to do, longest first, are laid on the run's slots as the cost
              model prices them (upper bound: every seed to its budget, at this host's speed;

@@ -233,3 +233,40 @@ def test_a_held_lock_is_refused_before_any_trial(tmp_path):
         with pytest.raises(GrokrayError):
             SweepDriver(spec).run()
     assert len(_rows(spec)) == 0
+
+
+def test_a_slurm_deadline_with_no_time_left_runs_nothing_and_says_so(tmp_path, monkeypatch):
+    """The driver under a Slurm job's Deadline whose allocation is about to end: no trial
+    fits, none starts, and the outcome is no progress (exit 3) with the deadline's two lines."""
+    import time
+
+    from grokray.slurm import EXIT_NO_PROGRESS
+    from grokray.slurm import deadline as dl
+
+    monkeypatch.setattr(dl, "model_seconds", lambda cfg, gpu=0.0, steps=None, done=0: 600.0)
+
+    class Session:  # an open Ray session's face, as the policy and the driver use it
+        open = True
+
+        def slots(self, cpu, concurrency):
+            return 2
+
+        def gpu_slots(self, gpu, concurrency):
+            return 1
+
+        def logs_dir(self):
+            return "/ray/logs"
+
+    spec = _spec(tmp_path)
+    got: list = []
+    driver = SweepDriver(spec, policy=dl.Deadline(stop_at=time.time() + 30, job="77"))
+    driver.subscribe(got.append)
+    out = driver.run(Session())  # type: ignore[arg-type]
+    assert (out.state, out.exit_code, out.written, out.logs_dir) == \
+        ("no_progress", EXIT_NO_PROGRESS, [], "/ray/logs")
+    assert len(out.later) == 3 and not any(isinstance(e, ev.TrialStarted) for e in got)
+    assert out.messages[0].startswith("grokray sweep: 3 trials cannot finish in the 0.")
+    assert "of Slurm job 77 (the longest about 10.1 min)" in out.messages[0]
+    assert out.messages[1].startswith("grokray sweep: no new row and no newer checkpoint in "
+                                      "this allocation of Slurm job 77")
+    assert len(_rows(spec)) == 0
