@@ -107,7 +107,7 @@ def _median_of(lo: np.ndarray, hi: np.ndarray) -> tuple[tuple[float, float], int
 
 def _interval_note(n: int, need: int, what: str = "runs") -> str:
     return (f"order-statistic 95% interval over {n} {what}" if n >= need else
-            f"{n} {what}: an order-statistic 95% interval needs {need}")
+            f"no order-statistic 95% interval from {n} {what}")
 
 
 def _metric(T: pd.DataFrame, name: str) -> pd.Series:
@@ -146,8 +146,7 @@ def speedup(T: pd.DataFrame, *, arm: str, base: str) -> Measured:
               f"{brow.median:g} ({g0}/{g0 + c0}){bound}; "
               + (f"interval: the two medians' order-statistic intervals at 97.5% ({n} runs "
                  "in the smaller arm)" if ci is not None else
-                 f"{n} runs in the smaller arm: a ratio's 95% interval needs {RATIO_MIN_N} "
-                 "per arm"))
+                 f"no ratio interval from {n} runs in the smaller arm"))
     return Measured(row.speedup, ci if ci is not None else NAN2, g1 + g0, c1 + c0, detail,
                     n=n, n_needed=RATIO_MIN_N)
 
@@ -456,7 +455,7 @@ def drift_ratio(T: pd.DataFrame, *, system: str, invariant: str, arm: str, base:
               f"{np.median(xa):.3g} ({len(xb)} and {len(xa)} seeds); "
               + ("interval: the two medians' order-statistic intervals at 97.5%"
                  if ci is not None else
-                 f"a ratio's 95% interval needs {RATIO_MIN_N} seeds per arm"))
+                 "no ratio interval from these seeds"))
     if np.median(xa) >= max_drift:
         detail += f"; both arms drift by over {max_drift:.0%}: neither conserves the invariant"
     return Measured(r, ci if ci is not None else NAN2, 0, 0, detail, n=n,

@@ -5,8 +5,9 @@ The recorded results are tests/fixtures/ledger_recorded/: the trials (and plan.j
 ledger sweeps run for the page's tally, copied from the run's output root without their curves
 and snapshots (the measures read only the trials table). A table row of the page whose first
 cell is a claim key (`forge.eff_modes`) and whose table has a `verdict` column (the CPU scale)
-or a `decisive verdict` column must carry the ledger's verdict for that claim there; the page's
-tally line must be the ledger's own count line.
+or a `decisive verdict` column must carry the ledger's verdict for that claim there, as must a
+moved-verdicts row (`new` column) marked "(re-run)"; the page's tally lines must be the ledger's
+own count lines.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from grokray_analysis import ledger as L
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "tests" / "fixtures" / "ledger_recorded"
 DOC = ROOT / "docs" / "reproduction.md"
-COLUMNS = {"verdict": "verdict", "decisive verdict": "decisive-scale verdict"}
-"""the page's column name -> the ledger JSON's column"""
+COLUMNS = {"verdict": "verdict", "decisive verdict": "decisive-scale verdict",
+           "new": "verdict"}
+"""the page's column name -> the ledger JSON's column (`new`: the moved-verdicts table, whose
+cells for rows re-judged on the recorded runs end in "(re-run)")"""
+RERUN = " (re-run)"
 
 
 def _ledger(capsys) -> dict:
@@ -49,8 +53,14 @@ def _doc_rows(text: str) -> list[tuple[str, str, str]]:
         if key not in keys:
             continue
         for name in COLUMNS:
-            if name in header:
-                out.append((key, name, cells[header.index(name)].strip("*")))
+            if name not in header:
+                continue
+            cell = cells[header.index(name)].strip("*")
+            if name == "new":  # only the rows re-judged on the recorded runs
+                if not cell.endswith(RERUN):
+                    continue
+                cell = cell[:-len(RERUN)]
+            out.append((key, name, cell))
     return out
 
 
@@ -75,5 +85,9 @@ def test_the_check_reads_verdict_cells():
     page = ("| claim | paper | verdict |\n|---|---|---|\n"
             "| `forge.eff_modes` | 23 vs 16 | **opposite** |\n\n"
             "| claim | decisive verdict |\n|---|---|\n| `forge.qm9` | not run |\n")
+    page += ("\n| claim | old | new | why |\n|---|---|---|---|\n"
+             "| `forge.wedderburn` | reproduced | reproduced (re-run) | x |\n"
+             "| `forge.a5.speedup.mlp` | same direction, different size | not run here | y |\n")
     assert _doc_rows(page) == [("forge.eff_modes", "verdict", "opposite"),
-                               ("forge.qm9", "decisive verdict", "not run")]
+                               ("forge.qm9", "decisive verdict", "not run"),
+                               ("forge.wedderburn", "new", "reproduced")]
