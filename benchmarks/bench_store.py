@@ -123,13 +123,17 @@ def _op(op: str, target: str, extra: str | None) -> dict:
     import contextlib
     import io
 
-    import grokray
-    from grokray.cli import main
-    from grokray.commands import status as _status
-    from grokray.sweep import driver, plan  # noqa: F401 - imported before the clock starts
-    from grokray_analysis.dashboard import views
-    from grokray_analysis.dashboard.server import Dashboard
-
+    if op == "status":
+        from grokray.commands import status as _status
+    elif op == "dry_run":
+        from grokray.cli import main
+        from grokray.sweep import driver, plan  # noqa: F401 - imported before the clock starts
+    elif op in ("load", "curves_arm"):
+        import grokray
+        from grokray_analysis import load as _load  # noqa: F401
+    else:
+        from grokray_analysis.dashboard import views
+        from grokray_analysis.dashboard.server import Dashboard
     info: dict = {}
     t0, c0 = time.perf_counter(), time.process_time()
     if op == "status":
@@ -162,8 +166,21 @@ def _op(op: str, target: str, extra: str | None) -> dict:
         raise SystemExit(f"unknown op {op}")
     info["s"] = time.perf_counter() - t0
     info["cpu_s"] = time.process_time() - c0
-    info["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    info["rss_mb"] = _peak_rss_mb()
     return info
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak RSS: VmHWM (since its exec; getrusage's ru_maxrss would carry the
+    forking parent's), ru_maxrss where there is no /proc."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def measure(op: str, target: str, extra: str | None = None) -> dict:

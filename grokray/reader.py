@@ -289,6 +289,14 @@ def check_dir(out_dir: str | os.PathLike | Location, sub: str, *,
     return Tables(pd.DataFrame(columns=[*required, "file"]), damaged, files)
 
 
+def _foreign(names: list[str], required: tuple[str, ...] | list[str], path: str,
+             sub: str) -> Damage | None:
+    missing = [c for c in required if c not in names]
+    if not missing:
+        return None
+    return Damage(path, f"missing column(s) {', '.join(missing)}: not a grokray {sub} table")
+
+
 def footer_problem(loc: Location, path: str, sub: str,
                    required: tuple[str, ...] | list[str]) -> Damage | None:
     """What keeps one result file from being read, from its footer (`check_dir`), or None."""
@@ -296,10 +304,8 @@ def footer_problem(loc: Location, path: str, sub: str,
         with loc.fs.open_input_file(path) as f:
             pf = pq.ParquetFile(f)
             names = pf.schema_arrow.names
-            missing = [c for c in required if c not in names]
-            if missing:
-                return Damage(path, f"missing column(s) {', '.join(missing)}: "
-                                    f"not a grokray {sub} table")
+            if (bad := _foreign(names, required, path, sub)) is not None:
+                return bad
             if "schema_version" not in names or not pf.metadata.num_rows:
                 return None
             md = pf.metadata
@@ -396,10 +402,8 @@ def read_arrow(loc: Location, path: str, sub: str, *, columns: list[str] | None 
         with loc.fs.open_input_file(path) as f:
             pf = pq.ParquetFile(f)
             names = pf.schema_arrow.names
-            missing = [c for c in required if c not in names]
-            if missing:
-                return Damage(path, f"missing column(s) {', '.join(missing)}: "
-                                    f"not a grokray {sub} table")
+            if (bad := _foreign(names, required, path, sub)) is not None:
+                return bad
             cols = None if columns is None else [c for c in columns if c in names]
             if exclude:
                 cols = [c for c in (cols or names) if c not in exclude]
