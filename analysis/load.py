@@ -126,10 +126,12 @@ class Sweep:
         return "+".join(reader.display_name(p) for p in self.paths)
 
 
-def normalize_trials(df: pd.DataFrame) -> pd.DataFrame:
+def normalize_trials(df: pd.DataFrame, *, copy: bool = True) -> pd.DataFrame:
     """The trials as analysis reads them: grok_step float (NaN when censored), an `arm`
-    column; SchemaError when a grokked row has no grok_step."""
-    df = df.copy()
+    column; SchemaError when a grokked row has no grok_step. `copy=False` changes `df` in
+    place (a caller that owns it: no second copy of a big table)."""
+    if copy:
+        df = df.copy()
     df["grok_step"] = pd.to_numeric(df["grok_step"], errors="coerce").astype(float)
     df["status"] = df["status"].astype(str)
     df["seed"] = pd.to_numeric(df["seed"]).astype(np.int64)
@@ -176,17 +178,21 @@ def load(paths: str | Path | Iterable[str | Path]) -> Sweep:
             recomputed.setdefault(metric, []).append(df)
         if not t.damaged and t.frame.empty:
             raise SchemaError(f"{shown}/trials holds no rows")
-        trials.append(t.frame.drop(columns="file"))
+        frame = t.frame
+        del t
+        frame.pop("file")
+        trials.append(frame)
         sources.append(_Source(shown, loc))
     if damaged:
         raise SchemaError("\n".join(damaged))
     T = pd.concat(trials, ignore_index=True, sort=False) if len(trials) > 1 else trials[0]
+    trials.clear()
     T, dropped, n_ids = reader.dedupe(T)
     if dropped:
         print(f"warning: {dropped} duplicate row(s) of {n_ids} identities (config_hash, seed) "
               "were counted once, the newest run kept (two drivers wrote one dir?); "
               "`grokray status --repair DIR` removes them on disk", file=sys.stderr)
-    T = normalize_trials(T)
+    T = normalize_trials(T, copy=False)  # T is this function's own
     R = reader.current_recomputed({m: pd.concat(v, ignore_index=True, sort=False)
                                   for m, v in recomputed.items()}, T)
     if R:

@@ -178,7 +178,7 @@ class SweepIndex:
         concatenation and one conversion to pandas per refresh, whatever the file count).
         Curves are kept in parts, joined when a view asks: a refresh costs the new files,
         not a copy of 10^6 rows."""
-        new = _concat(tables) if tables else None
+        new = reader.concat_frames(tables) if tables else None
         if sub == TRIALS:
             old = self._raw_trials
             if old is not None and drop:
@@ -259,15 +259,17 @@ class SweepIndex:
                 if raw is None or raw.empty:
                     self._trials = pd.DataFrame(columns=[*TRIAL_REQUIRED_COLUMNS, "arm", "cfg"])
                 else:
-                    df, _, _ = reader.dedupe(raw)
-                    try:
-                        df = normalize_trials(df)
+                    df, _, _ = reader.dedupe(raw)  # raw itself when no identity repeats
+                    try:  # in place: the raw rows are kept as analysis reads them, one copy
+                        df = normalize_trials(df, copy=df is not raw)
                     except SchemaError as exc:
                         self.problems[os.path.join(self.path, TRIALS)] = f"{self.path}: {exc}"
                         df = normalize_trials(df[~(df["status"].astype(str).eq("grokked")
                                                    & df["grok_step"].isna())])
                     df["cfg"] = [self._code(h) for h in df["config_hash"].astype(str)]
-                    self._trials = df.reset_index(drop=True)
+                    self._trials = df if isinstance(df.index, pd.RangeIndex) and \
+                        df.index.start == 0 and df.index.step == 1 else \
+                        df.reset_index(drop=True)
             return self._trials
 
     def _code(self, h: str) -> int:
@@ -302,12 +304,3 @@ def sweep_dirs(path: str) -> list[str]:
     subs = [reader.join_uri(path, n) if "://" in path else os.path.join(path, n)
             for n in loc.subdirs() if loc.is_dir(n, TRIALS)]
     return [d for d in subs if "://" in path or inside(path, d)]
-
-
-def _concat(tables: list[pa.Table]) -> pd.DataFrame:
-    """Tables whose columns may differ (metric columns appear as they are computed) as one
-    DataFrame; missing cells are null."""
-    try:
-        return pa.concat_tables(tables, promote_options="permissive").to_pandas()
-    except (pa.ArrowInvalid, pa.ArrowTypeError):  # types no promotion reconciles: per file
-        return pd.concat([t.to_pandas() for t in tables], ignore_index=True, sort=False)
