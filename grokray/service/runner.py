@@ -312,6 +312,31 @@ class Runner:
                 self.state.record_progress(sv.id, message=why)
         return decision
 
+    def queue_order(self, views: list[Any]) -> list[Any]:  # noqa: ANN401 - SweepViews
+        """The waiting sweeps among `views` (queued, preempted) in the order the scheduler
+        serves them: priority, then fair share, then submission (`grokray queue`'s order); the
+        others keep their places."""
+        from grokray.service.scheduler import queue_order, share_scores
+
+        waiting = [v for v in views if v.state in ("queued", "preempted")]
+        if len(waiting) < 2:
+            return views
+        now = time.time()
+        as_sweep = {str(v.id): v for v in waiting}
+        sweeps = [Sweep(id=str(v.id), user=v.owner, priority=v.priority, submitted=float(v.seq),
+                        per_trial=Resources(), trials_left=1,
+                        expected=Usage(max(0.0, v.estimate_cpu_s - v.used_cpu_s),
+                                       max(0.0, v.estimate_gpu_s - v.used_gpu_s)))
+                  for v in waiting]
+        running = [Running(Sweep(id=str(v.id), user=v.owner, priority=v.priority,
+                                 submitted=float(v.seq), per_trial=Resources(), trials_left=1,
+                                 expected=Usage(v.estimate_cpu_s, v.estimate_gpu_s)),
+                           slots=1, started=0.0, used=Usage(v.used_cpu_s, v.used_gpu_s))
+                   for v in views if v.state == "running"]
+        scores = share_scores(self.charges(now), running, now, self.policy)
+        ordered = iter([as_sweep[s.id] for s in queue_order(sweeps, scores, self.policy)])
+        return [next(ordered) if v.state in ("queued", "preempted") else v for v in views]
+
     def charges(self, now: float) -> list[Charge]:
         """Each usage record of the last 10 half-lives (fair share reads them)."""
         from sqlalchemy import select

@@ -120,3 +120,23 @@ def test_a_sweep_whose_rows_all_exist_elsewhere_ends_without_training(tmp_path):
     t = grokray.load(sv.sweep_dir).trials
     assert set(t["reused_from"]) == {src} and len(t) == 2
     st.close()
+
+
+def test_the_queue_lists_waiting_sweeps_in_the_schedulers_order(tmp_path):
+    """Equal priorities: the user who used less recently goes first (fair share), which the
+    API's queue shows through the runner's queue_order."""
+    st, runner = _runner(tmp_path)
+    alice, _ = st.add_user("alice")
+    bob, _ = st.add_user("bob")
+    a1, a2 = _submit(st, alice, tmp_path, "a1"), _submit(st, alice, tmp_path, "a2")
+    b1 = _submit(st, bob, tmp_path, "b1")
+    done = _submit(st, alice, tmp_path, "old")
+    st.set_state(done.id, "running")
+    st.record_usage(done.id, cpu_s=100.0)
+    st.set_state(done.id, "done")
+    plain = [v.id for v in st.list_queue()]
+    assert plain == [a1.id, a2.id, b1.id]
+    fair = st.list_queue(order=runner.queue_order)
+    assert [v.id for v in fair] == [b1.id, a1.id, a2.id]
+    assert [v.position for v in fair] == [1, 2, 3]
+    st.close()
