@@ -113,3 +113,14 @@ class Process:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def wait_for(what: str, cond, timeout: float) -> None:  # noqa: ANN001 - a callable
+    """Poll `cond()` until it holds (AssertionError naming `what` after `timeout` s): a test
+    waits on a state the service exposes (a sweep's state, an event, a file), not on a time."""
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+

@@ -9,35 +9,16 @@ Skipped, with the reason, only where no Chromium binary or no Playwright is inst
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import _service  # noqa: E402
+import test_dashboard_browser  # noqa: E402
 
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def _browser() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("no Chromium found (Debian: apt-get install -y chromium; .ci/run installs it)")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    exe = _browser()
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="playwright not installed (pip install -e '.[dev]')")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=ARGS)
-        yield b
-        b.close()
+browser = test_dashboard_browser.browser
+"""the dashboard test's Chromium (skipped, with the reason, where there is none)"""
 
 
 @pytest.fixture()

@@ -13,9 +13,11 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _service import wait_for  # noqa: E402
 
 ray = pytest.importorskip("ray")
 
@@ -36,14 +38,6 @@ retries: 1
 WAIT_S = 1200.0
 
 
-def _wait(what, cond, timeout=WAIT_S):
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -51,6 +45,10 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as f:
         return f.read().split(")")[-1].split()[0] != "Z"
+
+
+def _wait(what, cond, timeout=WAIT_S):
+    wait_for(what, cond, timeout)
 
 
 def test_sigkill_of_the_service_mid_run_loses_and_duplicates_nothing(tmp_path):

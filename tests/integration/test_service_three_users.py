@@ -11,11 +11,15 @@ sweep's dir), never on a time."""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
-import time
 
 import pandas as pd
 import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _service import wait_for  # noqa: E402
 
 ray = pytest.importorskip("ray")
 
@@ -37,12 +41,9 @@ WAIT_S = 1500.0
 """the longest the test waits for a state (a loaded 2-core machine)"""
 
 
+
 def _wait(what, cond, timeout=WAIT_S):
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+    wait_for(what, cond, timeout)
 
 
 def test_three_users_priorities_preemption_fair_share_reuse(tmp_path):
