@@ -23,7 +23,7 @@ from _service import wait_for  # noqa: E402
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 SPEC = """\
 name: {name}
