@@ -8,14 +8,10 @@ Skipped, with the reason, only where no Chromium binary or no Playwright is inst
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import _service  # noqa: E402
-import test_dashboard_browser  # noqa: E402
+from tests.helpers.service import in_thread
+from tests.integration import test_dashboard_browser
 
 browser = test_dashboard_browser.browser
 """the dashboard test's Chromium (skipped, with the reason, where there is none)"""
@@ -24,7 +20,7 @@ browser = test_dashboard_browser.browser
 @pytest.fixture()
 def lab(tmp_path):
     """A service with two users, three sweeps (one done with a reused row) and their usage."""
-    with _service.in_thread(str(tmp_path / "s.db"), str(tmp_path / "store")) as (url, st):
+    with in_thread(str(tmp_path / "s.db"), str(tmp_path / "store")) as (url, st):
         alice, token = st.add_user("alice")
         bob, _ = st.add_user("bob")
         a, _ = st.submit(alice, name="first", spec_text="x", spec_source="first",

@@ -16,8 +16,7 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from _service import wait_for  # noqa: E402
+from tests.helpers.service import wait_for
 
 ray = pytest.importorskip("ray")
 

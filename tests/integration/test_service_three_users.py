@@ -11,15 +11,12 @@ sweep's dir), never on a time."""
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from _service import wait_for  # noqa: E402
+from tests.helpers.service import wait_for
 
 ray = pytest.importorskip("ray")
 
