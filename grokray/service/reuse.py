@@ -201,47 +201,47 @@ def read_rows(sweep_dir: str) -> pd.DataFrame:
 
 def copy_rows(found: dict[tuple[str, int], Any], sweep_dir: str, sweep_name: str) -> int:
     """Copy each found identity's row (trials, curves, snapshots) into `sweep_dir`, named for
-    the sweep, with `reused_from` set (module docstring). Returns how many seed-runs."""
+    the sweep, with `reused_from` set (module docstring); the source dirs are read only for
+    those config_hashes (per-trial files or compacted parts alike: grokray.reader.read_dir's
+    row filter). Returns how many seed-runs."""
     from grokray import reader
     from grokray.sweep import store
 
-    by_source: dict[tuple[str, str], set[int]] = {}
+    by_source: dict[str, set[tuple[str, int]]] = {}
     for (h, s), r in found.items():
-        by_source.setdefault((r.sweep_dir, h), set()).add(int(s))
+        by_source.setdefault(r.sweep_dir, set()).add((h, int(s)))
     n = 0
-    for (src, h), seeds in sorted(by_source.items()):
-        loc = reader.Location.of(src)
-        for info in sorted(loc.listdir(store.TRIALS), key=lambda i: i.base_name):
-            if not (info.base_name.startswith(h + "-") and reader.result_file(info.base_name)):
-                continue
-            trials = loc.read_table(info.path)
-            trials = trials[trials["seed"].astype(int).isin(seeds)]
-            if not len(trials):
-                continue
-            seeds = seeds - set(trials["seed"].astype(int))
-            run_id = info.base_name[len(h) + 1:-len(".parquet")]
-            origin = trials.get("reused_from")
-            trials = trials.copy()
-            trials["sweep"] = sweep_name
-            if origin is None:
-                trials["reused_from"] = src
-            else:
-                trials["reused_from"] = origin.where(origin.notna(), src)
-            trials["reused_from"] = trials["reused_from"].astype("string")
+    for src, keys in sorted(by_source.items()):
+        where = {"config_hash": sorted({h for h, _ in keys})}
+        tables = {}
+        for sub in (store.TRIALS, store.CURVES, store.SNAPSHOTS):
+            t = reader.read_dir(src, sub, where=where)
+            tables[sub] = t.frame.drop(columns="file", errors="ignore")
+        trials = tables[store.TRIALS]
+        if not len(trials):
+            continue
+        pairs = list(zip(trials["config_hash"], trials["seed"].astype(int), strict=True))
+        trials = trials[[k in keys for k in pairs]]
+        trials = trials.drop_duplicates(["config_hash", "seed"], keep="last")
+        for (h, run_id), rows in trials.groupby(["config_hash", "run_id"], sort=True):
+            seeds = set(rows["seed"].astype(int))
+            rows = rows.copy()
+            origin = rows.get("reused_from")
+            rows["reused_from"] = src if origin is None else origin.where(origin.notna(), src)
+            rows["reused_from"] = rows["reused_from"].astype("string")
+            rows["sweep"] = sweep_name
             parts = {}
             for sub in (store.CURVES, store.SNAPSHOTS):
-                path = loc.join(sub, info.base_name)
-                if loc.exists(sub, info.base_name):
-                    df = loc.read_table(path)
-                    df = df[df["seed"].astype(int).isin(set(trials["seed"].astype(int)))].copy()
+                df = tables[sub]
+                if len(df):
+                    df = df[(df["config_hash"] == h) & (df["run_id"] == run_id)
+                            & df["seed"].astype(int).isin(seeds)].copy()
                     df["sweep"] = sweep_name
-                    parts[sub] = df
-            store.write_frames(sweep_dir, trials.reset_index(drop=True),
-                               parts.get(store.CURVES), config_hash=h, run_id=run_id,
+                    parts[sub] = df.reset_index(drop=True)
+            store.write_frames(sweep_dir, rows.reset_index(drop=True), parts.get(store.CURVES),
+                               config_hash=h, run_id=run_id,
                                snapshots=parts.get(store.SNAPSHOTS))
-            n += len(trials)
-            if not seeds:
-                break
+            n += len(rows)
     return n
 
 

@@ -48,6 +48,12 @@ def lab(tmp_path_factory):
     alice, _ = st.add_user("alice")
     path, spec = _sweep(tmp, "a", [0.5, 1.0])
     _run(path)
+    # a store at scale keeps its rows in compacted parts: reuse reads them there
+    from grokray.sweep.compact import compact
+
+    compact(spec.sweep_dir)
+    assert [p.name for p in (tmp / "store" / "a" / "trials").iterdir()
+            if p.suffix == ".parquet"][0].startswith("part-")
     sa, _ = st.submit(alice, name="a", spec_text="", spec_source=path, sweep_dir=spec.sweep_dir)
     n = reuse.index_dir(st, spec.sweep_dir, sweep_id=sa.id, owner_id=alice.id)
     assert n == 4
