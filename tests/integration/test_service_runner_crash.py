@@ -20,7 +20,7 @@ from tests.helpers.service import wait_for
 
 ray = pytest.importorskip("ray")
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.timeout(1800)]
 
 SPEC = """\
 name: {name}
