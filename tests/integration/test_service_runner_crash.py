@@ -56,7 +56,7 @@ def test_sigkill_of_the_service_mid_run_loses_and_duplicates_nothing(tmp_path):
     import grokray
     from grokray.service import reuse
     from grokray.service.state import State
-    from grokray.sweep.checkpoints import Files
+    from grokray.sweep.checkpoint_store import Files
     from grokray.sweep.spec import load_spec
 
     db, store, work = tmp_path / "s.db", tmp_path / "store", tmp_path / "work"
