@@ -111,6 +111,8 @@ def _runner(st, settings, args):  # noqa: ANN001, ANN202 - lazy types
     from grokray.service.runner import Runner
 
     work = args.work or os.path.join(DEFAULT_HOME, "work")
+    if args.engine == "ray" and args.address is None:
+        _match_ray_auth()
     try:
         return Runner(st, work, settings=settings, address=args.address, num_cpus=args.num_cpus,
                       num_gpus=args.num_gpus, policy=settings.policy, engine=args.engine,
@@ -120,6 +122,19 @@ def _runner(st, settings, args):  # noqa: ANN001, ANN202 - lazy types
         raise GrokrayError(f"cannot attach to {where}: {' '.join(str(exc).split())[:200]}; "
                            "give --address of a running cluster, or --no-runner to keep the "
                            "queue without running it") from None
+
+
+def _match_ray_auth() -> None:
+    """`ray start --head` turns Ray's token authentication on when a token is on disk
+    (~/.ray/auth_token, which any earlier local `ray.init` leaves), but a process that then
+    joins it by address sends no token unless RAY_AUTH_MODE says so, and is refused. Say so for
+    this process and the sweep drivers it starts (unless the user chose a mode)."""
+    if "RAY_AUTH_MODE" in os.environ:
+        return
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.join(
+        os.path.expanduser("~"), ".ray", "auth_token")
+    if os.environ.get("RAY_AUTH_TOKEN") or os.path.isfile(path):
+        os.environ["RAY_AUTH_MODE"] = "token"
 
 
 def _warm(app) -> None:  # noqa: ANN001 - web.Application
