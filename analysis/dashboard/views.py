@@ -37,6 +37,9 @@ NOT_SWEPT = {*IDENTITY_COLUMNS, *OUTCOME_COLUMNS, *PROVENANCE_COLUMNS,
              "config_json", "group_order"}
 TABLE_OUTCOME = ["status", "grok_step", "memorize_step", "steps_run", "final_val_acc",
                  "final_train_acc", "wall_s", "run_id"]
+BAND_RUNS_MAX = 20_000
+"""runs (seeds) a curve band is drawn from, per arm (about 2 * 10^6 curve rows at 100 evals:
+a view's memory and time stay bounded whatever the store holds)"""
 SEED_CURVES_MAX = 40
 """per-seed curves sent for one band (the first by config and seed; the page says how many)"""
 
@@ -160,15 +163,34 @@ def metrics_of(ix: SweepIndex) -> list[str]:
     return sorted(cols, key=lambda c: (c != "val_acc", c != "train_acc", c))
 
 
+def _band_runs(T: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
+    """The runs whose curves a band is drawn from: every run of an arm with at most `limit`;
+    of a bigger arm, the runs of its configs taken in config_hash order (a hash: no order of
+    the swept values) up to `limit` (`BAND_RUNS_MAX`). What a view reads and holds is then
+    bounded."""
+    limit = BAND_RUNS_MAX if limit is None else limit
+    parts = []
+    for _, g in T.groupby("arm", sort=False) if len(T) else []:
+        if len(g) <= limit:
+            parts.append(g)
+            continue
+        n = g.groupby("config_hash").size().sort_index().cumsum()
+        parts.append(g[g["config_hash"].isin(n.index[n <= limit])])
+    return pd.concat(parts) if len(parts) > 1 else parts[0] if parts else T
+
+
 def curves(ix: SweepIndex, metric: str, where: dict[str, list[str]]) -> dict:
-    """Median and IQR band per arm (grokray_analysis.curves.curve_bands), with each arm's median
-    memorization step and Kaplan-Meier median grok step as markers."""
+    """Median and IQR band per arm (grokray_analysis.curves.curve_bands) over at most
+    `BAND_RUNS_MAX` runs of each arm (`runs_drawn` of `runs`), with each arm's median
+    memorization step and Kaplan-Meier median grok step (of all its runs) as markers."""
     metrics = metrics_of(ix)
     if metric not in metrics:
         raise AnalysisError(f"no curve column {metric!r}; columns are: {', '.join(metrics)}")
     T = _filtered(ix.trials, where)
-    C = _runs_curves(ix, T, metric, bool(where))
-    out = {"metric": metric, "metrics": metrics, "version": ix.version, "bands": []}
+    drawn = _band_runs(T)
+    C = _runs_curves(ix, drawn, metric, bool(where) or len(drawn) < len(T))
+    out = {"metric": metric, "metrics": metrics, "version": ix.version, "bands": [],
+           "runs_drawn": int(len(drawn)), "runs": int(len(T))}
     if C.empty:
         return out
     res = curve_bands(C, metric=metric)

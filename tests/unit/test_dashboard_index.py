@@ -112,3 +112,17 @@ def test_seed_curves_mark_censored(sweep):
     for run in r["runs"]:
         assert run["censored"] == (run["status"] in ("not_grokked", "diverged"))
         assert len(run["step"]) == len(run["value"]) == 20
+
+
+def test_a_band_draws_at_most_its_bound_of_runs(sweep, monkeypatch):
+    ix = SweepIndex(sweep, "syn")
+    ix.refresh()
+    full = views.curves(ix, "val_acc", {})
+    assert full["runs_drawn"] == full["runs"] == 36
+    monkeypatch.setattr(views, "BAND_RUNS_MAX", 4)
+    got = views.curves(ix, "val_acc", {})
+    assert got["runs"] == 36 and got["runs_drawn"] == sum(b["n_runs"] for b in got["bands"])
+    assert all(b["n_runs"] <= 4 for b in got["bands"]) and got["runs_drawn"] < 36
+    T = ix.trials
+    for b in got["bands"]:  # the markers count every run of the arm
+        assert b["grokked"] == int((T[T["arm"] == b["arm"]]["status"] == "grokked").sum())

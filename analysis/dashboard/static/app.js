@@ -146,7 +146,7 @@ async function drawCurves() {
     m.innerHTML = c.metrics.map((x) => `<option ${x === S.metric ? "selected" : ""}>${esc(x)}</option>`).join("");
   }
   const data = c.bands.flatMap((b) => bandTraces(b)).concat(markerTraces(c));
-  const layout = { title: { text: `${esc(c.metric)}: median and IQR per arm (${c.bands.reduce((n, b) => n + b.n_runs, 0)} runs)`, font: { size: 13 } },
+  const layout = { title: { text: `${esc(c.metric)}: median and IQR per arm (${c.bands.reduce((n, b) => n + b.n_runs, 0)} runs${c.runs_drawn < c.runs ? `, drawn from the first of ${c.runs} by config hash` : ""})`, font: { size: 13 } },
     xaxis: { title: { text: "step" }, type: $("xscale").value }, yaxis: { title: { text: c.metric } },
     margin: { l: 60, r: 20, t: 40, b: 50 }, legend: { font: { size: 11 } }, hovermode: "closest" };
   const div = $("curves-plot");
