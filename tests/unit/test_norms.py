@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 import torch
 
-from grokray.config import TrialConfig
 from grokray.metrics.norms import weight_norms
 from grokray.models.mlp import MLP
 from grokray.trial import run_trial
 from grokray_analysis.curves import curve_bands, expand_metrics
 from grokray_analysis.errors import AnalysisError
+from tests.helpers.configs import tiny_cfg
 
 torch.set_num_threads(1)
 
@@ -30,11 +30,9 @@ def test_norms_per_seed_and_group_by_hand():
 
 
 def _cfg(arch, **over):
-    d = {"group": "S3", "arch": arch, "steps": 20, "eval_every": 10, "seeds": [0, 1],
-         "dtype": "float64", "device": "cpu", "model.d": 8, "model.hidden": 16, "model.rank": 8,
-         "forge.inv_hidden": 8, "transformer.n_layers": 2, "transformer.d_model": 16,
-         "transformer.d_mlp": 32, "transformer.n_heads": 2, "optim.lr": 1e-2, **over}
-    return TrialConfig.from_dict(d)
+    return tiny_cfg(arch=arch, steps=20, **{
+        "transformer.n_layers": 2, "transformer.d_model": 16, "transformer.d_mlp": 32,
+        "transformer.n_heads": 2, **over})
 
 
 def test_step0_norm_is_the_init_norm_and_decay_shrinks_it():
