@@ -92,8 +92,10 @@ def _run(kind: str, spec, stop=None) -> tuple[list[str], dict]:
             got = _stop_when(stop, lambda: set(written))
         out = driver.run(RaySession(num_cpus=2))
         assert "error" not in got, got.get("error")
-        want = ("done", 0) if stop is None else ("stopped", 143)
-        assert (out.state, out.exit_code) == want, (out.state, out.exit_code, out.messages)
+        # the run after a stop has nothing to run when the stop cut nothing short (a trial
+        # that ended as the stop asked: its rows were written)
+        want = {("done", 0), ("nothing_to_run", 0)} if stop is None else {("stopped", 143)}
+        assert (out.state, out.exit_code) in want, (out.state, out.exit_code, out.messages)
         return lines, got
 
     from grokray.slurm.deadline import ask_checkpoints
