@@ -79,6 +79,8 @@ class Driver:
     """why it was asked to stop: preempted, cancelled"""
     stop_at: float | None = None
     log: str = ""
+    job: str | None = None
+    """a Slurm job id: `grokray slurm` submitted the sweep and ended; the job runs it"""
 
 
 def _alive(pid: int) -> bool:
@@ -231,7 +233,12 @@ class Runner:
                 continue
             pid = self._driver_pid(sv.id)
             path = str(self._spec_path(sv.id))
-            if pid and _alive(pid) and path in _cmdline(pid):
+            job = self._slurm_job(sv.id)
+            if job is not None and _slurm_listed(job):
+                self.drivers[sv.id] = Driver(sv.id, 0, slots=self._slots_of(sv.id),
+                                             started=time.time(), log=self._log(sv.id), job=job)
+                self.state.note(sv.id, "adopted", f"Slurm job {job} still listed")
+            elif pid and _alive(pid) and path in _cmdline(pid):
                 self.drivers[sv.id] = Driver(sv.id, pid, slots=self._slots_of(sv.id),
                                              started=time.time(), log=self._log(sv.id))
                 self.state.note(sv.id, "adopted", f"driver pid {pid} still running")
@@ -250,6 +257,15 @@ class Runner:
         for e in reversed(self.state.events(sweep_id)):
             if e.kind == "driver":
                 return int(e.detail.split()[1])
+        return None
+
+    def _slurm_job(self, sweep_id: int) -> str | None:
+        """The Slurm job of the sweep's last start, if it was submitted as one."""
+        for e in reversed(self.state.events(sweep_id)):
+            if e.kind == "slurm_job":
+                return e.detail.split()[1]
+            if e.kind == "driver":
+                return None
         return None
 
     def _slots_of(self, sweep_id: int) -> int:
@@ -438,6 +454,10 @@ class Runner:
             self.state.set_state(sweep_id, "preempted", message="preempted" + (
                 f" for sweep {by}" if by else "") + ": its trials checkpoint and stop; it "
                 "resumes from them")
+        if d.job is not None:  # a Slurm job: its batch step gets the graceful stop
+            subprocess.run(["scancel", "--batch", "--signal=TERM", d.job], capture_output=True,
+                           timeout=60)
+            return
         try:
             os.killpg(d.pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -447,7 +467,8 @@ class Runner:
         for sid, d in list(self.drivers.items()):
             if d.stopping is None and self.state.get(sid).state == "cancelled":
                 self._stop(sid, "cancelled")
-            elif d.stopping and d.stop_at and time.time() - d.stop_at > STOP_GRACE_S:
+            elif d.job is None and d.stopping and d.stop_at and \
+                    time.time() - d.stop_at > STOP_GRACE_S:
                 try:
                     os.killpg(d.pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -455,10 +476,20 @@ class Runner:
 
     def _reap(self) -> None:
         for sid, d in list(self.drivers.items()):
-            if d.proc is not None:
+            if d.job is not None:  # a Slurm job: ended when Slurm no longer lists it
+                if _slurm_listed(d.job):
+                    continue
+                rc = None
+            elif d.proc is not None:
                 rc = d.proc.poll()
                 if rc is None:
                     continue
+                if self.engine == "slurm" and rc == 0 and d.stopping is None:
+                    job = _job_id(d.log)
+                    if job is not None:  # submitted: follow the job from now on
+                        d.job, d.proc = job, None
+                        self.state.note(sid, "slurm_job", f"job {job}")
+                        continue
             elif _alive(d.pid):
                 continue
             else:
@@ -528,6 +559,30 @@ class Runner:
         self._halt.set()
         if self._thread is not None:
             self._thread.join()
+
+
+def _job_id(log: str) -> str | None:
+    """The job id `grokray slurm` printed ("submitted Slurm job 123 ...") in a driver's log."""
+    import re
+
+    try:
+        found = re.findall(r"submitted Slurm job (\d+)", Path(log).read_text(errors="replace"))
+    except OSError:
+        return None
+    return found[-1] if found else None
+
+
+def _slurm_listed(job: str) -> bool:
+    """Whether Slurm still lists the job (pending, running, requeued); when squeue cannot be
+    asked, the job counts as listed (the runner asks again on its next pass)."""
+    try:
+        p = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True,
+                           text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return True
+    if p.returncode != 0:
+        return "Invalid job id" not in p.stderr
+    return bool(p.stdout.strip())
 
 
 def _ts(at: dt.datetime) -> float:

@@ -140,3 +140,22 @@ def test_the_queue_lists_waiting_sweeps_in_the_schedulers_order(tmp_path):
     assert [v.id for v in fair] == [b1.id, a1.id, a2.id]
     assert [v.position for v in fair] == [1, 2, 3]
     st.close()
+
+
+def test_a_slurm_site_submits_each_sweep_with_grokray_slurm(tmp_path):
+    """`--engine slurm`: the driver is `grokray slurm SPEC ARGS`; the job id it prints is what
+    the runner follows (squeue) once it has exited; Slurm preempts, the service does not."""
+    from grokray.service import runner as runner_mod
+
+    st = State.open(str(tmp_path / "s.db"))
+    r = Runner(st, tmp_path / "work", engine="slurm", slurm_args=("--nodes=2",))
+    assert r.capacity.cpu == float("inf")
+    cmd = r.command(tmp_path / "work" / "1" / "spec.yaml")
+    assert cmd[1:] == ["-m", "grokray.cli", "slurm", str(tmp_path / "work" / "1" / "spec.yaml"),
+                       "--nodes=2"]
+    log = tmp_path / "driver.log"
+    log.write_text("wrote /x/job.sbatch\nsubmitted Slurm job 4242 (sweep s -> /x/s)\n")
+    assert runner_mod._job_id(str(log)) == "4242"
+    log.write_text("sbatch refused the job: no partition\n")
+    assert runner_mod._job_id(str(log)) is None
+    st.close()
