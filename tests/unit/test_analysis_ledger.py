@@ -237,6 +237,16 @@ def test_reproduce_dry_run_lists_every_ledger_sweep(tmp_path, capsys):
     assert not any(tmp_path.iterdir())  # a dry run writes nothing
 
 
+def test_the_decisive_tier_is_its_own_scale_and_prints_its_cost(tmp_path, capsys):
+    assert main(["reproduce", "--scale", "decisive", "--out", str(tmp_path), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    for name in ("topology", "modes", "axioms", "z97_ablation", "rfm", "nn_quadratic",
+                 "split_wd", "alpha"):
+        assert f"sweep {name}_decisive:" in text
+    assert "estimated wall time left (cost model" in text
+    assert not any(tmp_path.iterdir())
+
+
 def test_reproduce_unknown_sweep_is_exit_2(tmp_path, capsys):
     assert main(["reproduce", "--out", str(tmp_path), "--only", "nope"]) == 2
     err = capsys.readouterr().err
