@@ -48,8 +48,10 @@ PIN_MAX_POINTS = 20000
 HOST_KEYS = ["cpu_hours_upper", "cpu_hours_expected", "wall_hours_upper", "wall_hours_expected"]
 HOST_COST_KEYS = ["host_sgemm_gflops", "host_sgemm_source"]
 RUN_COLUMNS = ["run_id", "wall_s", "started_at", "finished_at", "git_commit", "hostname",
-               "ray_node_id", "grokray_version", "cpu_s", "cuda_visible_devices"]
-"""columns that differ between two runs of the same trials (time, host, run, commit)"""
+               "ray_node_id", "grokray_version", "cpu_s", "cuda_visible_devices",
+               "metric_iter_s"]
+"""columns that differ between two runs of the same trials (time, host, run, commit; RFM's
+seconds per iteration)"""
 PACK_SPEC = """name: pinpack
 config: {group: Z5, arch: mlp, optim: {lr: 0.001}}
 steps: 300
@@ -213,6 +215,7 @@ def pin_reproduce(repo: Path, out: Path, subs: dict[str, str]) -> None:
         dump_rows(tmp / name, d, name)
     st = run([*grokray(repo), "status", "--json", str(tmp / REPRODUCE_SWEEPS[0])], repo)
     obj = json.loads(st.stdout)
+    obj.pop("run_ids", None)  # new each run
     (out / "status.json").write_text(
         normalise(json.dumps(obj, indent=1, sort_keys=True), {**subs, str(tmp): "<out>"}) + "\n")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -249,6 +252,41 @@ def pin_slurm(repo: Path, out: Path, subs: dict[str, str]) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _difference(a: Path, b: Path) -> str:
+    """How two pinned files differ: for rows, whether they are identical but for columns that
+    only one side has (a column added on the way) or that vary by run (RUN_COLUMNS)."""
+    if a.name.endswith(".csv"):
+        import pandas as pd
+
+        x = pd.read_csv(a, dtype=str, keep_default_na=False)
+        y = pd.read_csv(b, dtype=str, keep_default_na=False)
+        cols = [c for c in x.columns if c in y.columns and c not in RUN_COLUMNS]
+        extra = sorted(set(x.columns) ^ set(y.columns))
+        varying = sorted(c for c in x.columns if c in RUN_COLUMNS)
+        if x[cols].equals(y[cols]):
+            return (f"rows identical (every value, {len(cols)} columns) but for "
+                    + "; ".join(filter(None, [
+                        extra and "the columns only one side has: " + ", ".join(extra),
+                        varying and "columns that vary by run: " + ", ".join(varying)])))
+    if a.name.endswith(".json"):
+        x, y = json.loads(a.read_text()), json.loads(b.read_text())
+        if isinstance(x, dict) and isinstance(y, dict):
+            for d in (x, y):
+                d.pop("run_ids", None)  # pins made before the script dropped them
+            common = set(x) & set(y)
+            if all(x[k] == y[k] for k in common):
+                only = sorted(set(x) ^ set(y))
+                return ("identical for every key both have" +
+                        (f"; only one side has: {', '.join(only)}" if only else
+                         " (once run_ids, new each run, are left out)"))
+    if a.name.endswith(".dtypes.txt"):
+        la, lb = set(a.read_text().splitlines()), set(b.read_text().splitlines())
+        if la <= lb:
+            return "dtypes identical but for added columns: " + ", ".join(
+                sorted(line.split()[0] for line in lb - la))
+    return f"differs (diff {a} {b})"
+
+
 def compare(a: Path, b: Path) -> int:
     files = sorted({p.relative_to(a) for p in a.rglob("*") if p.is_file()}
                    | {p.relative_to(b) for p in b.rglob("*") if p.is_file()})
@@ -258,7 +296,7 @@ def compare(a: Path, b: Path) -> int:
         if not (a / f).exists() or not (b / f).exists():
             bad.append(f"{f}: only in {'B' if not (a / f).exists() else 'A'}")
         elif not filecmp.cmp(a / f, b / f, shallow=False):
-            bad.append(f"{f}: differs (diff {a / f} {b / f})")
+            bad.append(f"{f}: " + _difference(a / f, b / f))
     for line in bad:
         print(line)
     print(f"{len(files)} pinned files compared: {len(bad)} differ")
