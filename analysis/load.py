@@ -99,7 +99,9 @@ class Sweep:
         C = pd.concat(frames, ignore_index=True, sort=False) if len(frames) > 1 else \
             frames[0] if frames else pd.DataFrame()
         runs = self.trials if T is None else T
-        if (self._dropped or T is not None) and not C.empty and "run_id" in C.columns:
+        whole = T is None or len(T) == int(self.trials["config_hash"].isin(
+            hashes["config_hash"]).sum())  # every row of the selected configs: no seed left out
+        if (self._dropped or not whole) and not C.empty and "run_id" in C.columns:
             keep = runs[["config_hash", "seed", "run_id"]]  # the kept rows' curves only
             C = C.merge(keep.assign(seed=keep["seed"].astype(C["seed"].dtype)),
                         on=["config_hash", "seed", "run_id"])
