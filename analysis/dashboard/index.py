@@ -266,7 +266,9 @@ class SweepIndex:
                         self.problems[os.path.join(self.path, TRIALS)] = f"{self.path}: {exc}"
                         df = normalize_trials(df[~(df["status"].astype(str).eq("grokked")
                                                    & df["grok_step"].isna())])
-                    df["cfg"] = [self._code(h) for h in df["config_hash"].astype(str)]
+                    idx, uniq = pd.factorize(df["config_hash"].astype(str))
+                    df["cfg"] = np.array([self._code(h) for h in uniq], np.int32)[idx] \
+                        if len(uniq) else np.zeros(len(df), np.int32)  # a code per config
                     self._trials = df if isinstance(df.index, pd.RangeIndex) and \
                         df.index.start == 0 and df.index.step == 1 else \
                         df.reset_index(drop=True)

@@ -38,8 +38,9 @@ NOT_SWEPT = {*IDENTITY_COLUMNS, *OUTCOME_COLUMNS, *PROVENANCE_COLUMNS,
 TABLE_OUTCOME = ["status", "grok_step", "memorize_step", "steps_run", "final_val_acc",
                  "final_train_acc", "wall_s", "run_id"]
 BAND_RUNS_MAX = 20_000
-"""runs (seeds) a curve band is drawn from, per arm (about 2 * 10^6 curve rows at 100 evals:
-a view's memory and time stay bounded whatever the store holds)"""
+"""runs (seeds) the curve bands of one view are drawn from, shared equally by the arms (about
+2 * 10^6 curve rows at 100 evals: a view's memory and time stay bounded whatever the store
+holds)"""
 SEED_CURVES_MAX = 40
 """per-seed curves sent for one band (the first by config and seed; the page says how many)"""
 
@@ -66,18 +67,26 @@ def censored(status) -> bool:
 
 
 def swept(T: pd.DataFrame) -> list[str]:
-    """Config columns whose value varies across the rows (the swept axes), arm first."""
+    """Config columns whose value varies across the rows (the swept axes), arm first. Looked
+    at on one row per config (config columns do not vary within one), each column compared
+    with its first value (no hashing of every cell)."""
     cols = [c for c in T.columns if c not in NOT_SWEPT and not c.startswith(METRIC_PREFIX)]
+    if "config_hash" in T.columns and len(T):
+        T = T.drop_duplicates("config_hash")
     out = []
     for c in cols:
-        try:
-            n = T[c].nunique(dropna=False)  # on the column's own type: no copy as text
-        except TypeError:  # unhashable cells (lists): as text
+        v = T[c].to_numpy()
+        if not len(v):
+            continue
+        na = pd.isna(v) if v.dtype == object or v.dtype.kind in "fmM" else None
+        if na is not None and na.any():
+            varies = not na.all()
+        else:
             try:
-                n = T[c].astype(str).nunique()
-            except TypeError:
-                continue
-        if n > 1:
+                varies = bool(np.any(v != v[0]))
+            except (TypeError, ValueError):  # cells that do not compare (lists): as text
+                varies = T[c].astype(str).nunique() > 1
+        if varies:
             out.append(c)
     return sorted(out, key=lambda c: (c != "arm", c != "group", c))
 
@@ -164,11 +173,12 @@ def metrics_of(ix: SweepIndex) -> list[str]:
 
 
 def _band_runs(T: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
-    """The runs whose curves a band is drawn from: every run of an arm with at most `limit`;
-    of a bigger arm, the runs of its configs taken in config_hash order (a hash: no order of
-    the swept values) up to `limit` (`BAND_RUNS_MAX`). What a view reads and holds is then
-    bounded."""
-    limit = BAND_RUNS_MAX if limit is None else limit
+    """The runs whose curves the bands are drawn from: `limit` (`BAND_RUNS_MAX`) shared
+    equally by the arms; every run of an arm within its share, else the runs of its configs
+    taken in config_hash order (a hash: no order of the swept values) up to its share. What
+    a view reads and holds is then bounded."""
+    limit = (BAND_RUNS_MAX if limit is None else limit) // max(1, T["arm"].nunique()) \
+        if len(T) else 0
     parts = []
     for _, g in T.groupby("arm", sort=False) if len(T) else []:
         if len(g) <= limit:
@@ -181,7 +191,7 @@ def _band_runs(T: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
 
 def curves(ix: SweepIndex, metric: str, where: dict[str, list[str]]) -> dict:
     """Median and IQR band per arm (grokray_analysis.curves.curve_bands) over at most
-    `BAND_RUNS_MAX` runs of each arm (`runs_drawn` of `runs`), with each arm's median
+    `BAND_RUNS_MAX` runs in all (`runs_drawn` of `runs`), with each arm's median
     memorization step and Kaplan-Meier median grok step (of all its runs) as markers."""
     metrics = metrics_of(ix)
     if metric not in metrics:
