@@ -194,6 +194,8 @@ class Runner:
         """(waiting sweep, its state) -> (trials left, why it may not start: '' when it may),
         until a driver ends (rows landed: every waiting sweep is prepared again)"""
         self.semantics = reuse.current_semantics()
+        self._why_not: dict[int, str] = {}
+        """sweep -> why some of its identities' rows were not reused (its running message)"""
 
     # ---------------------------------------------------------------------------- specs
 
@@ -324,6 +326,8 @@ class Runner:
             self._start(self.state.get(int(g.id)), g.slots)
         for sid, why in decision.why.items():
             sv = next((s for s in waiting if s.id == int(sid)), None)
+            if int(sid) in self._why_not:
+                why = f"{why}; {self._why_not[int(sid)]}"
             if sv is not None and sv.message != why:
                 self.state.record_progress(sv.id, message=why)
         return decision
@@ -394,6 +398,7 @@ class Runner:
                                    seed_runs_reused=reused)
         if why_not:
             self.state.note(sv.id, "not_reused", why_not)
+            self._why_not[sv.id] = why_not
         if m.training:
             others = sorted({str(r.sweep_id) for r in m.training.values()})
             return None, (f"waits for sweep {', '.join(others)}, training {len(m.training)} of "
@@ -432,8 +437,9 @@ class Runner:
                     owner_id=sv.owner_id, sweep_dir=sv.sweep_dir, semantics=self.semantics,
                     device_kind=reuse.expected_device_kind(spec))
         path = self._write_spec(sv, slots)
+        why_not = self._why_not.get(sv.id)
         self.state.set_state(sv.id, "running", message=f"running on {slots} slot"
-                             f"{'s' if slots != 1 else ''}")
+                             f"{'s' if slots != 1 else ''}" + (f"; {why_not}" if why_not else ""))
         log = self._log(sv.id)
         with open(log, "ab") as out:
             proc = subprocess.Popen(self.command(path), stdout=out, stderr=subprocess.STDOUT,

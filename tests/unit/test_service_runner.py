@@ -159,3 +159,26 @@ def test_a_slurm_site_submits_each_sweep_with_grokray_slurm(tmp_path):
     log.write_text("sbatch refused the job: no partition\n")
     assert runner_mod._job_id(str(log)) is None
     st.close()
+
+
+def test_the_queue_says_why_rows_were_not_reused(tmp_path):
+    """Rows of the sweep's identities trained on another device kind are not reused, and the
+    sweep's message (the queue page's last column, `grokray show`) says so."""
+    st = State.open(str(tmp_path / "s.db"))
+    # a cluster without CPUs: nothing starts, the sweep stays queued with its reasons
+    runner = Runner(st, tmp_path / "work", address="127.0.0.1:1", capacity=Resources(cpu=0))
+    alice, _ = st.add_user("alice")
+    sv = _submit(st, alice, tmp_path)
+    keys = reuse.identities_of(runner.spec(sv))
+    st.add_identities([{"config_hash": h, "seed": s, "sweep_dir": str(tmp_path / "gpu"),
+                        "semantics": runner.semantics, "device_kind": "cuda:NVIDIA H100"}
+                       for h, s in keys])
+    runner.step()
+    got = st.get(sv.id)
+    assert got.state == "queued" and got.seed_runs_reused == 0
+    here = reuse.expected_device_kind(runner.spec(sv))
+    assert got.message == ("one trial needs cpu 1 gpu 0; the cluster has cpu 0 gpu 0; not "
+                           f"reused: 2 trained on cuda:NVIDIA H100, here {here}")
+    assert [e.detail for e in st.events(sv.id) if e.kind == "not_reused"] == [
+        f"not reused: 2 trained on cuda:NVIDIA H100, here {here}"]
+    st.close()
