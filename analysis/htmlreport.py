@@ -1,10 +1,9 @@
 """`grokray analyze report DIR --html`: the report as one self-contained HTML file.
 
-The same analyses as the Markdown report (`grokray_analysis.report.report_items`, the paper
-numbers),
-drawn as interactive Plotly figures (`grokray_analysis.dashboard.figures`) with plotly.min.js
-inlined
-from the installed `plotly` package: the file makes no request of its own and can be mailed.
+The same analyses as the Markdown report (`grokray_analysis.report.report_items`: every
+registered analysis that applies, curves included; the paper numbers), each drawn as its
+analysis's interactive Plotly figure, with plotly.min.js inlined from the installed `plotly`
+package: the file makes no request of its own and can be mailed.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from grokray_analysis.dashboard.analyses import analysis_views
-from grokray_analysis.dashboard.figures import figure_of, plotly_js, table_html
+from grokray_analysis.dashboard.figures import plotly_js
 from grokray_analysis.load import Sweep, load
 from grokray_analysis.report import sweep_summary
 
@@ -26,20 +25,9 @@ def _script_json(value: object) -> str:
 
 
 def _sweep_html(sweep: Sweep, n_boot: int, seed: int, figures: list[dict]) -> str:
-    from grokray_analysis.curves import curve_bands, default_metrics
-
     parts = [f"<h2>Sweep <code>{html.escape(sweep.name)}</code></h2>",
              f"<p>{html.escape(sweep_summary(sweep))}</p>"]
-    items = []
-    if not sweep.curves.empty:
-        res = curve_bands(sweep.curves, metric=default_metrics(sweep.curves))
-        from grokray_analysis.tables import tables_of
-
-        items.append({"title": "Curves", "skipped": "",
-                      "html": "".join(table_html(t) for t in tables_of(res)),
-                      "figure": figure_of(res)})
-    items += analysis_views(sweep.trials, None, n_boot=n_boot, seed=seed)
-    for it in items:
+    for it in analysis_views(sweep.trials, sweep.curves, n_boot=n_boot, seed=seed):
         parts.append(f'<div class="item"><h3>{html.escape(it["title"])}</h3>')
         if it["skipped"]:
             parts.append(f'<p class="note">Skipped: {html.escape(it["skipped"])}</p>')

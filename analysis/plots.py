@@ -304,18 +304,3 @@ def _decided(a, oa, b, ob) -> np.ndarray:
     from grokray_analysis.signtest import decide
 
     return ~np.isnan(decide(a, oa, b, ob))
-
-
-PLOTS = {
-    ScalingResult: plot_scaling,
-    PhaseDiagram: plot_phase,
-    PhaseDiagrams: plot_phase,
-    CurveSummary: plot_curves,
-    SpeedupTable: plot_speedup,
-    SignTestResult: plot_signtest,
-}
-
-
-def plot(result: object, path: str | Path) -> Path:
-    """Draw any computed result."""
-    return PLOTS[type(result)](result, path)

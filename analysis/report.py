@@ -5,22 +5,21 @@ plot that applies, and the papers' numbers beside the measured ones where a swee
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from grokray_analysis import papers
-from grokray_analysis.curves import curve_bands, default_metrics
+from grokray_analysis.analyses import Analysis, slug
 from grokray_analysis.errors import AnalysisError
 from grokray_analysis.load import Sweep, load
 from grokray_analysis.phase import phase_diagrams
-from grokray_analysis.plots import plot
 from grokray_analysis.powerlaw import scaling
+from grokray_analysis.registry import analyses
 from grokray_analysis.signtest import sign_test
 from grokray_analysis.speedup import ablation_order, speedup_table
-from grokray_analysis.tables import Table, fmt, sig3, speedup_value, tables_of, to_markdown
+from grokray_analysis.tables import Table, fmt, sig3, speedup_value, to_markdown
 
 
 @dataclass(frozen=True)
@@ -143,10 +142,6 @@ def comparison_table(comps: list[Comparison]) -> Table:
                  ("paper", "experiment", "quantity", "paper value", "measured", "detail"), rows)
 
 
-def _slug(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_") or "sweep"
-
-
 @dataclass(frozen=True)
 class Item:
     """One analysis of a sweep's report: its title, file stem, and its result (or why not)."""
@@ -156,44 +151,27 @@ class Item:
     name: str
     """A file-name stem for its plot."""
     result: object
-    """The frozen result (grokray_analysis.tables.tables_of and grokray_analysis.plots.plot take
-    it), or None."""
+    """The frozen result (its analysis's `tables` and `plot` take it), or None."""
     skipped: str = ""
     """Why it was not computed ("" when it was)."""
+    analysis: Analysis | None = None
+    """The registered analysis that made it (grokray_analysis.registry)."""
 
 
 def report_items(T: pd.DataFrame, curves: pd.DataFrame | None, *, n_boot: int = 1000,
                  seed: int = 0) -> list[Item]:
-    """Every analysis that applies to one sweep's trials (and curves), computed, in report
-    order; the Markdown report and the HTML views draw the same list."""
+    """Every section the registered analyses add for one sweep's trials (and curves),
+    computed, in registry order (each analysis's `report`); the Markdown report and the HTML
+    views draw the same list."""
     items: list[Item] = []
-    arms = ablation_order(sorted(T["arm"].unique()))
-
-    def add(title: str, make, name: str) -> None:
-        try:
-            items.append(Item(title, name, make()))
-        except AnalysisError as exc:
-            items.append(Item(title, name, None, str(exc)))
-
-    if curves is not None and not curves.empty:
-        add("Curves", lambda: curve_bands(curves, metric=default_metrics(curves)), "curves")
-    if len(arms) >= 2 and "group" in T:
-        base = arms[0]
-        add("Speedup", lambda: speedup_table(T, base), "speedup")
-        for a in arms[1:]:
-            add(f"Sign test {a} vs {base}",
-                lambda a=a: sign_test(T, "grok_step", a, base), f"signtest-{_slug(a)}")
-        if papers.EFF_MODES_METRIC in T and {"forge", "mlp"} <= set(arms):
-            add("Sign test effective modes",
-                lambda: sign_test(T, papers.EFF_MODES_METRIC, "forge", "mlp",
-                                  alternative="greater"), "signtest-eff-modes")
-    if "group_order" in T and T["group_order"].nunique() >= 2:
-        add("Scaling", lambda: scaling(T, methods=("aft", "ols"), n_boot=n_boot, seed=seed),
-            "scaling")
-    if {"model_rank", "model_d"} <= set(T) and (
-        (T["model_rank"].astype(float) * T["model_d"].astype(float)).nunique() >= 2
-    ):
-        add("Phase diagram", lambda: phase_diagrams(T), "phase")
+    for a in analyses().values():
+        if a.report is None:
+            continue
+        for sec in a.report(T, curves, n_boot=n_boot, seed=seed):
+            try:
+                items.append(Item(sec.title, sec.name, sec.compute(), analysis=a))
+            except AnalysisError as exc:
+                items.append(Item(sec.title, sec.name, None, str(exc), analysis=a))
     return items
 
 
@@ -209,16 +187,18 @@ def sweep_summary(sweep: Sweep) -> str:
 
 def _section(sweep: Sweep, out_dir: Path, n_boot: int, seed: int) -> list[str]:
     T = sweep.trials
-    slug = _slug(sweep.name)
+    stem = slug(sweep.name)
     lines = [f"## Sweep `{sweep.name}`", "", sweep_summary(sweep), ""]
     for it in report_items(T, sweep.curves, n_boot=n_boot, seed=seed):
         if it.skipped:
             lines.extend([f"### {it.title}", "", f"Skipped: {it.skipped}", ""])
             continue
-        png = plot(it.result, out_dir / f"{slug}-{it.name}.png")
-        for t in tables_of(it.result):
+        a = it.analysis
+        png = a.plot(it.result, out_dir / f"{stem}-{it.name}.png") if a.plot else None
+        for t in a.tables_of(it.result):
             lines.append(to_markdown(t))
-        lines.extend([f"![{it.title}]({png.name})", ""])
+        if png is not None:
+            lines.extend([f"![{it.title}]({png.name})", ""])
     comps = paper_comparisons(T, n_boot=n_boot, seed=seed)
     if comps:
         lines.append(to_markdown(comparison_table(comps)))

@@ -362,25 +362,6 @@ def axiomlead_tables(res: AxiomLeads) -> list[Table]:
     return [Table("Axiom emergence lead over grokking", cols, rows, note)]
 
 
-TABLES = {
-    ScalingResult: scaling_tables,
-    SignTestResult: signtest_tables,
-    SpeedupTable: speedup_tables,
-    PhaseDiagram: phase_tables,
-    PhaseDiagrams: phase_tables,
-    CPComparison: cpcompare_tables,
-    DriftTable: drift_tables,
-    MetricPoints: atgrok_tables,
-    AxiomLeads: axiomlead_tables,
-    CurveSummary: curve_tables,
-}
-
-
-def tables_of(result: object) -> list[Table]:
-    """The tables of any computed result."""
-    return TABLES[type(result)](result)
-
-
 # ---- rendering ------------------------------------------------------------------------------
 
 

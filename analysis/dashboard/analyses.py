@@ -3,7 +3,8 @@ computed by the analysis package in a separate process so that a slow fit never 
 
 `analysis_views` is what that process runs (and what `analyze report --html` runs in-process):
 `grokray_analysis.report.report_items` decides what applies to a sweep, exactly as the Markdown
-report.
+report, from the registered analyses (grokray_analysis.registry); each item shows its
+analysis's tables and its figure.
 `Background` keeps at most one job per sweep in flight and the newest finished answer.
 """
 
@@ -18,10 +19,9 @@ from pathlib import Path
 import pandas as pd
 
 from grokray.errors import GrokrayError
-from grokray_analysis.dashboard.figures import figure_of, table_html
+from grokray_analysis.dashboard.figures import table_html
 from grokray_analysis.errors import AnalysisError
 from grokray_analysis.report import comparison_table, paper_comparisons, report_items
-from grokray_analysis.tables import tables_of
 
 
 def analysis_views(trials: pd.DataFrame, curves: pd.DataFrame | None = None, *,
@@ -34,9 +34,10 @@ def analysis_views(trials: pd.DataFrame, curves: pd.DataFrame | None = None, *,
         if it.skipped:
             out.append({"title": it.title, "skipped": it.skipped, "html": "", "figure": None})
             continue
+        a = it.analysis
         out.append({"title": it.title, "skipped": "",
-                    "html": "".join(table_html(t) for t in tables_of(it.result)),
-                    "figure": figure_of(it.result)})
+                    "html": "".join(table_html(t) for t in a.tables_of(it.result)),
+                    "figure": a.figure(it.result) if a.figure is not None else None})
     try:
         comps = paper_comparisons(trials, n_boot=n_boot, seed=seed)
     except AnalysisError as exc:

@@ -239,22 +239,6 @@ def phase_figure(res: PhaseDiagrams | PhaseDiagram) -> dict:
     return {"data": data, "layout": lay}
 
 
-FIGURES = {
-    CurveSummary: curves_figure,
-    SpeedupTable: speedup_figure,
-    SignTestResult: signtest_figure,
-    ScalingResult: scaling_figure,
-    PhaseDiagrams: phase_figure,
-    PhaseDiagram: phase_figure,
-}
-
-
-def figure_of(result: object) -> dict | None:
-    """The figure of any analysis result (None when it has no drawing)."""
-    draw = FIGURES.get(type(result))
-    return draw(result) if draw else None
-
-
 def table_html(t: Table) -> str:
     """A Table as an HTML <table>; one-sided values (`Bound`: a censored median) get the class
     `censored`."""

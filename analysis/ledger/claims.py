@@ -155,6 +155,12 @@ def _check(c: Claim, scale: str, where: str) -> None:
             inspect.signature(MEASURES[c.measure]).bind(None, **c.params)
         except TypeError as exc:
             raise ValueError(f"{where}: params of {c.measure}: {exc}") from None
+    if c.analyze:  # the line a reader runs: a registered analysis with options it takes
+        from grokray_analysis.registry import check_command
+
+        problem = check_command(c.analyze.format(dir="OUT/SWEEP"))
+        if problem:
+            raise ValueError(f"{where}: analyze {c.analyze!r}: {problem}")
 
 
 def _number(v: Any, where: str) -> float:  # noqa: ANN401 - YAML scalar

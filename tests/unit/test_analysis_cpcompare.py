@@ -11,7 +11,7 @@ from grokray.cli import main
 from grokray_analysis.cpcompare import cp_compare, load_cprank
 from grokray_analysis.errors import AnalysisError
 from grokray_analysis.phase import phase_diagram
-from grokray_analysis.tables import tables_of
+from grokray_analysis.tables import cpcompare_tables
 
 
 def _cp_row(tmp_path, best=58.0):
@@ -35,7 +35,7 @@ def test_compare_below_exact_floor(tiny, tmp_path):
     # the fixture's threshold is about 100: below the T_G floor 1032 and the faithful 207
     assert cmp.threshold < cmp.exact_floor and "do not reproduce T_S4" in cmp.verdict
     assert cmp.faithful == "M_3(R)" and "below the faithful capacity 207" in cmp.verdict
-    t = tables_of(cmp)[0]
+    t = cpcompare_tables(cmp)[0]
     assert t.rows[4][1] == 55 and t.rows[3][1] == 43 and t.rows[-1][1] == 207
 
 

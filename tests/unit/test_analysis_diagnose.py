@@ -5,7 +5,8 @@ import pytest
 from grokray_analysis.atgrok import metric_points, run_points
 from grokray_analysis.axiomlead import axiom_leads, emergence
 from grokray_analysis.errors import AnalysisError
-from grokray_analysis.tables import render, tables_of
+from grokray_analysis.registry import tables_of
+from grokray_analysis.tables import render
 
 
 def test_emergence_relative_absolute_and_held():

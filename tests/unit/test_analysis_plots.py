@@ -7,8 +7,8 @@ import pytest
 
 from grokray_analysis.curves import curve_bands
 from grokray_analysis.phase import phase_diagrams
-from grokray_analysis.plots import plot
 from grokray_analysis.powerlaw import scaling
+from grokray_analysis.registry import plot
 from grokray_analysis.signtest import sign_test
 from grokray_analysis.speedup import speedup_table
 

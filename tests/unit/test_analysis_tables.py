@@ -15,9 +15,10 @@ from grokray_analysis.curves import curve_bands
 from grokray_analysis.load import load
 from grokray_analysis.phase import phase_diagrams
 from grokray_analysis.powerlaw import compare_alpha, scaling
+from grokray_analysis.registry import tables_of
 from grokray_analysis.signtest import sign_test
 from grokray_analysis.speedup import speedup_table
-from grokray_analysis.tables import Table, render, scaling_tables, speedup_tables, tables_of
+from grokray_analysis.tables import Table, render, scaling_tables, speedup_tables
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 GOLDEN = FIX / "golden"
