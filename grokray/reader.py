@@ -296,6 +296,12 @@ def check_dir(out_dir: str | os.PathLike | Location, sub: str, *,
     return Tables(pd.DataFrame(columns=[*required, "file"]), damaged, files)
 
 
+def _unreadable(path: str, exc: BaseException) -> Damage:
+    text = " ".join(str(exc).split())[:200]
+    return Damage(path, f"cannot read: not a Parquet file, or a truncated one "
+                        f"({type(exc).__name__}: {text})")
+
+
 def _foreign(names: list[str], required: tuple[str, ...] | list[str], path: str,
              sub: str) -> Damage | None:
     missing = [c for c in required if c not in names]
@@ -330,9 +336,7 @@ def footer_problem(loc: Location, path: str, sub: str,
             if lo is not None and isinstance(lo, int) and 1 <= lo and hi <= SCHEMA_VERSION:
                 return None
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
-        text = " ".join(str(exc).split())[:200]
-        return Damage(path, f"cannot read: not a Parquet file, or a truncated one "
-                            f"({type(exc).__name__}: {text})")
+        return _unreadable(path, exc)
     t = read_arrow(loc, path, sub, columns=["schema_version"], required=required)
     return t if isinstance(t, Damage) else None
 
@@ -425,9 +429,7 @@ def read_arrow(loc: Location, path: str, sub: str, *, columns: list[str] | None 
             else:
                 table = pf.read(columns=cols, use_threads=use_threads)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
-        text = " ".join(str(exc).split())[:200]
-        return Damage(path, f"cannot read: not a Parquet file, or a truncated one "
-                            f"({type(exc).__name__}: {text})")
+        return _unreadable(path, exc)
     if "schema_version" in table.column_names and table.num_rows:
         v = table.column("schema_version")
         ok = pa.types.is_integer(v.type) and not v.null_count and (  # the usual case, no pandas
