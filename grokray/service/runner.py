@@ -284,6 +284,7 @@ class Runner:
         now = time.time() if now is None else now
         self._reap()
         self._stop_cancelled()
+        self._release_quota_holds(now)
         waiting = self.state.list_queue(states=("queued", "preempted"))
         candidates = []
         for sv in waiting:
@@ -331,6 +332,26 @@ class Runner:
             if sv is not None and sv.message != why:
                 self.state.record_progress(sv.id, message=why)
         return decision
+
+    def _release_quota_holds(self, now: float) -> None:
+        """Queue each sweep held for its user's quota (`--over-quota hold`) once it fits: its
+        user's usage left the window, their quota was raised, or their other sweeps ended. A
+        sweep held by a user (`grokray hold`) stays held."""
+        from grokray.service.scheduler import Quota, check_quota
+
+        for sv in self.state.list_queue(states=("held",)):
+            if not sv.message.startswith("sweep held: "):
+                continue
+            user = self.state.user(sv.owner)
+            quota = Quota(user.quota_cpu_hours, user.quota_gpu_hours)
+            since = dt.datetime.fromtimestamp(now - self.policy.quota_window_s, dt.timezone.utc)
+            used = Usage(*self.state.usage_by_user(since).get(user.name, (0.0, 0.0)))
+            mine = Usage(sv.estimate_cpu_s, sv.estimate_gpu_s)
+            pending = (Usage(*self.state.committed_seconds(user)) - mine).clamp()
+            verdict, _ = check_quota(user.name, mine, used, pending, quota, self.policy)
+            if verdict == "admit":
+                self.state.set_state(sv.id, "queued", message="released: within its user's "
+                                     "quota now")
 
     def queue_order(self, views: list[Any]) -> list[Any]:  # noqa: ANN401 - SweepViews
         """The waiting sweeps among `views` (queued, preempted) in the order the scheduler

@@ -182,3 +182,26 @@ def test_the_queue_says_why_rows_were_not_reused(tmp_path):
     assert [e.detail for e in st.events(sv.id) if e.kind == "not_reused"] == [
         f"not reused: 2 trained on cuda:NVIDIA H100, here {here}"]
     st.close()
+
+
+def test_a_sweep_held_for_its_quota_is_queued_once_it_fits(tmp_path):
+    st, runner = _runner(tmp_path)
+    bob, _ = st.add_user("bob", quota_cpu_hours=1.0)
+    done = _submit(st, bob, tmp_path, "done")
+    st.set_state(done.id, "running")
+    st.record_usage(done.id, cpu_s=3000.0)
+    st.set_state(done.id, "done")
+    line = "sweep held: bob over quota by 0.333 CPU-hours (...)"
+    sv, _ = st.submit(bob, name="big", spec_text="x", spec_source="big",
+                      sweep_dir=str(tmp_path / "big"), state="held", estimate_cpu_s=1800.0,
+                      message=line)
+    mine, _ = st.submit(bob, name="mine", spec_text="x", spec_source="mine",
+                        sweep_dir=str(tmp_path / "mine"), state="held", message="held by bob")
+    runner._release_quota_holds(time.time())
+    assert st.get(sv.id).state == "held"  # 3000 s used + 1800 s > 1 h
+    st.set_quota("bob", cpu_hours=2.0, gpu_hours=None)
+    runner._release_quota_holds(time.time())
+    assert st.get(sv.id).state == "queued"
+    assert st.get(sv.id).message == "released: within its user's quota now"
+    assert st.get(mine.id).state == "held"  # a user's own hold stays
+    st.close()
