@@ -68,6 +68,15 @@ def _tables(d):
     return t.drop(columns=drop), c.drop(columns=["run_id"])
 
 
+@pytest.fixture(scope="module")
+def uncut(tmp_path_factory):
+    """The tables of the sweep run once, never cut: what every resumed run here must equal
+    (one run serves the module's three comparisons)."""
+    tmp = tmp_path_factory.mktemp("uncut")
+    run_plan(make_plan(specs.load(tmp, SPEC, "ref.yaml", out=tmp / "ref_out")), LocalExecutor())
+    return _tables(tmp / "ref_out" / "ck")
+
+
 def _cut(spec, kills):
     """Start each config of the sweep on the driver's channel and lose it at `kills[i]`."""
     plan = make_plan(spec)
@@ -79,7 +88,7 @@ def _cut(spec, kills):
     return plan
 
 
-def test_local_sweep_resumes_from_checkpoints_and_removes_them(tmp_path, capsys):
+def test_local_sweep_resumes_from_checkpoints_and_removes_them(tmp_path, capsys, uncut):
     spec = _spec(tmp_path)
     d = tmp_path / "out" / "ck"
     plan = _cut(spec, [60, 80])
@@ -97,11 +106,7 @@ def test_local_sweep_resumes_from_checkpoints_and_removes_them(tmp_path, capsys)
     assert not os.path.exists(ck) or os.listdir(ck) == []  # deleted when the rows landed
     t = pd.concat(pd.read_parquet(p) for p in (d / "trials").glob("*.parquet"))
     assert sorted(t.groupby("config_hash")["checkpoint_step"].first()) == [50, 75]
-    got = _tables(d)
-    ref_dir = tmp_path / "ref_out"
-    (tmp_path / "ref.yaml").write_text(SPEC.format(out=ref_dir))
-    run_plan(make_plan(load_spec(str(tmp_path / "ref.yaml"))), LocalExecutor())
-    ref = _tables(ref_dir / "ck")
+    got, ref = _tables(d), uncut
     pd.testing.assert_frame_equal(got[0].drop(columns=["sweep"], errors="ignore"),
                                   ref[0].drop(columns=["sweep"], errors="ignore"),
                                   check_exact=False, rtol=1e-12, atol=1e-12)
@@ -182,7 +187,7 @@ def test_sigterm_runs_on_term_before_interrupting():
     assert calls == [signal.SIGTERM]  # Ctrl-C asks nothing
 
 
-def test_continued_run_cut_short_resumes_and_equals_a_run_never_cut(tmp_path):
+def test_continued_run_cut_short_resumes_and_equals_a_run_never_cut(tmp_path, uncut):
     """A run continued from a smaller budget (grokray.sweep.continuing), cut short and resumed
     from its checkpoint, gives the rows of a run at the larger budget from step 0."""
     def spec(out, steps):
@@ -199,19 +204,17 @@ def test_continued_run_cut_short_resumes_and_equals_a_run_never_cut(tmp_path):
     t = pd.concat(pd.read_parquet(p) for p in (out / "ck" / "trials").glob("*.parquet"))
     t = t[t["steps"] == 120]
     assert set(t["checkpoint_step"]) == {85} and set(t["continued_from_step"]) == {60}
-    ref_out = tmp_path / "ref"
-    run_plan(make_plan(spec(ref_out, 120)), LocalExecutor())
     drop = ["continued_from", "continued_from_step"]
     t1, c1 = _tables(out / "ck")
     t1 = t1[t1["steps"] == 120].reset_index(drop=True)
     c1 = c1[c1["config_hash"].isin(set(t1["config_hash"]))].reset_index(drop=True)
-    t0, c0 = _tables(ref_out / "ck")
+    t0, c0 = uncut  # the run at the larger budget from step 0
     pd.testing.assert_frame_equal(t1.drop(columns=drop), t0.drop(columns=drop),
                                   check_exact=False, rtol=1e-12, atol=1e-12)
     pd.testing.assert_frame_equal(c1, c0, check_exact=False, rtol=1e-12, atol=1e-12)
 
 
-def test_a_lost_trial_keeps_its_checkpoints_for_rerun_failed(tmp_path):
+def test_a_lost_trial_keeps_its_checkpoints_for_rerun_failed(tmp_path, uncut):
     """Two trials fail after a checkpoint at 50: one by itself (an exception in its trial: its
     row comes back failed), one lost to its worker on every try (`Outcome.lost`). The first's
     checkpoints go with its row; the second's stay through a plain run of the sweep and
@@ -244,9 +247,7 @@ def test_a_lost_trial_keeps_its_checkpoints_for_rerun_failed(tmp_path):
     assert len(t) == 4 and (t["status"] != "failed").all()
     steps = t.groupby("config_hash")["checkpoint_step"].first()
     assert steps[b.config_hash()] == 50 and pd.isna(steps[a.config_hash()])
-    (tmp_path / "ref.yaml").write_text(SPEC.format(out=tmp_path / "ref_out"))
-    run_plan(make_plan(load_spec(str(tmp_path / "ref.yaml"))), LocalExecutor())
-    got, ref = _tables(tmp_path / "out" / "ck"), _tables(tmp_path / "ref_out" / "ck")
+    got, ref = _tables(tmp_path / "out" / "ck"), uncut
     pd.testing.assert_frame_equal(got[0].drop(columns=["sweep"], errors="ignore"),
                                   ref[0].drop(columns=["sweep"], errors="ignore"),
                                   check_exact=False, rtol=1e-12, atol=1e-12)
