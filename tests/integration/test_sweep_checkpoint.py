@@ -67,7 +67,7 @@ def _live(pid: int) -> bool:
 
 def _freeze_after_checkpoint(sweep_dir: str, hashes: list[str], after: dict[str, int],
                              skip: set[int], stop: threading.Event,
-                             timeout: float = 120.0) -> dict:
+                             timeout: float = 540.0) -> dict:
     """Wait until every trial of `hashes` runs in a live worker process not in `skip` and has
     handed the driver's checkpoint actor a checkpoint newer than `after[hash]`; then stop those
     processes (SIGSTOP), so that no trial can end, nor checkpoint again, between this look and
