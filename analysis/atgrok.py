@@ -82,10 +82,12 @@ def metric_points(trials: pd.DataFrame, curves: pd.DataFrame, metrics: list[str]
         raise AnalysisError("this sweep has no curves (no curves/*.parquet)")
     require_columns(trials, ["config_hash", "seed", "arm", "grok_step", by])
     require_columns(curves, ["config_hash", "seed", "step", *metrics])
-    keys = trials[["config_hash", "seed", "arm", "grok_step", by]].drop_duplicates(
-        ["config_hash", "seed"])
+    # `--by arm` names one column twice: a cell is then one arm (its by value is the arm)
+    cols = list(dict.fromkeys(["config_hash", "seed", "arm", "grok_step", by]))
+    keys = trials[cols].drop_duplicates(["config_hash", "seed"])
     cells = []
-    for (bv, arm), runs in keys.groupby([by, "arm"], sort=True):
+    for key, runs in keys.groupby(list(dict.fromkeys([by, "arm"])), sort=True):
+        bv, arm = (key[0], key[0]) if by == "arm" else key
         merged = curves.merge(runs[["config_hash", "seed"]], on=["config_hash", "seed"])
         by_run = dict(tuple(merged.groupby(["config_hash", "seed"], sort=True)))
         for m in metrics:

@@ -63,3 +63,16 @@ def test_metric_points_init_grok_end():
     assert f.end == (7.5, 7.0, 8.0)
     assert cells["mlp"].at_grok == (8.0, 8.0, 8.0)
     assert "at_grok" in render(tables_of(res), "md")
+
+
+def test_metric_points_by_arm_is_one_cell_per_arm():
+    # `--by arm` names the arm column twice: each cell is one arm, as with --by group here
+    trials, curves = _sweep()
+    by_group = {c.arm: c for c in metric_points(trials, curves, ["metric_eff_modes"]).cells}
+    res = metric_points(trials, curves, ["metric_eff_modes"], by="arm")
+    assert res.by == "arm"
+    assert {(c.by, c.arm) for c in res.cells} == {("forge", "forge"), ("mlp", "mlp")}
+    for c in res.cells:
+        assert (c.runs, c.init, c.at_grok, c.end) == (
+            by_group[c.arm].runs, by_group[c.arm].init, by_group[c.arm].at_grok,
+            by_group[c.arm].end)
