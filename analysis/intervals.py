@@ -1,6 +1,7 @@
 """95% intervals for values that are not censored durations: rates and medians.
 
-- `clopper_pearson(k, n)`: the exact binomial interval of a rate k/n;
+- `clopper_pearson(k, n)`: the exact binomial interval of a rate k/n; `clopper_pearson_all(n)`
+  the same for every k = 0..n at once;
 - `group_rate_ci(k, n, groups)`: the interval of a rate pooled over several groups when a
   group's runs may all go one way (Clopper-Pearson with the groups, not the runs, as the count);
 - `median_ci(x, strata=...)`: the median and a percentile bootstrap interval (Wedderburn
@@ -47,6 +48,19 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
         return NAN2
     ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
     return float(ci.low), float(ci.high)
+
+
+def clopper_pearson_all(n: int) -> list[tuple[float, float]]:
+    """`clopper_pearson(k, n)` for every k = 0..n, from the beta quantiles that define it in
+    one vectorized call (root-finding each k is slow where thousands are needed: the ledger's
+    search for the n a rate claim would need)."""
+    from scipy.stats import beta
+
+    k = np.arange(n + 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.where(k == 0, 0.0, beta.ppf(0.025, k, n - k + 1))
+        hi = np.where(k == n, 1.0, beta.isf(0.025, k + 1, n - k))
+    return list(zip(lo.tolist(), hi.tolist(), strict=True))
 
 
 def order_rank(n: int, level: float = 0.95) -> int:

@@ -42,6 +42,7 @@ from scipy.stats import binom
 
 from grokray_analysis.intervals import (
     clopper_pearson,
+    clopper_pearson_all,
     group_rate_ci,
     order_median_ci,
     order_ratio_ci,
@@ -63,8 +64,8 @@ def rate(rng: np.random.Generator, sims: int) -> list[str]:
     for n in (9, 36):
         for p in (0.0, 0.05, 0.3, 0.5):
             # exact: sum over k of P(k) [p in CP(k, n)]
-            cov = sum(binom.pmf(k, n, p) for k in range(n + 1)
-                      if clopper_pearson(k, n)[0] <= p <= clopper_pearson(k, n)[1])
+            cov = sum(binom.pmf(k, n, p) for k, (lo, hi) in enumerate(clopper_pearson_all(n))
+                      if lo <= p <= hi)
             w = np.median([np.diff(clopper_pearson(int(k), n))[0]
                            for k in rng.binomial(n, p, size=200)])
             out.append(f"{'rate':10s} {f'n {n}, p {p} (exact sum)':44s} coverage {cov:6.3f}  "

@@ -93,22 +93,11 @@ def untestable(band: tuple[float, float], null: float) -> bool:
 def rate_decides(n: int, region_of: str, paper: float, band: tuple[float, float], *,
                  null: float) -> bool:
     """Whether some count k of n gives an exact binomial interval inside `region_of` alone."""
+    from grokray_analysis.intervals import clopper_pearson_all
+
     return any(regions_met(lo, hi, paper, band, null=null) == (region_of,)
-               for lo, hi in _exact_intervals(n))
+               for lo, hi in clopper_pearson_all(n))
 
-
-def _exact_intervals(n: int) -> list[tuple[float, float]]:
-    """The exact (Clopper-Pearson) 95% interval of k/n for every k = 0..n at once, from the
-    beta quantiles that define it (the interval `intervals.clopper_pearson` finds one k at a
-    time by root-finding: thousands of those per claim made `rate_n_needed` take minutes)."""
-    import numpy as np
-    from scipy.stats import beta
-
-    k = np.arange(n + 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lo = np.where(k == 0, 0.0, beta.ppf(0.025, k, n - k + 1))
-        hi = np.where(k == n, 1.0, beta.isf(0.025, k + 1, n - k))
-    return list(zip(lo.tolist(), hi.tolist(), strict=True))
 
 
 def rate_n_needed(n: int, value: float, paper: float, band: tuple[float, float], *,

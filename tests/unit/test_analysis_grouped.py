@@ -167,3 +167,13 @@ def test_pooled_rate_interval_counts_groups_and_median_resamples_within_groups()
     g = np.array(["a"] * 5 + ["b"] * 6)
     assert median_ci(x, strata=g) == (10.0, (10.0, 10.0))
     assert median_ci(x)[1][0] == 0.0  # pooled resamples lose the groups' shares
+
+
+def test_clopper_pearson_all_is_clopper_pearson_for_every_count():
+    from grokray_analysis.intervals import clopper_pearson, clopper_pearson_all
+
+    for n in (1, 2, 9, 36):
+        every = clopper_pearson_all(n)
+        assert len(every) == n + 1
+        for k, interval in enumerate(every):
+            assert interval == pytest.approx(clopper_pearson(k, n), abs=1e-9)
