@@ -133,7 +133,7 @@ def render_status(sweep_dir: str, s: dict | None = None) -> str:
         f"{s['rows']} seed-rows" + (f" of {planned} planned, {s['pending_rows']} pending"
                                     if planned is not None else ""),
         "seeds: " + ", ".join(f"{k} {v}" for k, v in st.items()),
-        f"runs: {', '.join(s['run_ids']) or '-'}",
+        runs_line(s["run_ids"]),
     ]
     t = s["grok_rate"]
     if len(t):
@@ -145,6 +145,19 @@ def render_status(sweep_dir: str, s: dict | None = None) -> str:
             lines.append(f"{name:{width}s} {int(r['seeds']):6d} {int(r['grokked']):8d} "
                          f"{r['grok_rate']:6.2f}")
     return "\n".join(lines)
+
+
+RUNS_SHOWN = 4
+"""run ids `status` names one by one; more are counted, the oldest and newest named"""
+
+
+def runs_line(run_ids: list[str]) -> str:
+    """`runs: a, b` for a few run ids (sorted: ids begin with their start time), else `runs: N
+    (first A, last B)`: a store of 10^5 trials may hold thousands of runs (`--json` lists
+    every one)."""
+    if len(run_ids) <= RUNS_SHOWN:
+        return f"runs: {', '.join(run_ids) or '-'}"
+    return f"runs: {len(run_ids)} (first {run_ids[0]}, last {run_ids[-1]})"
 
 
 def status_json(s: dict) -> str:

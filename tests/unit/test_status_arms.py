@@ -5,7 +5,13 @@ import json
 
 import pandas as pd
 
-from grokray.commands.status import arm_table, render_status, status_json
+from grokray.commands.status import (
+    RUNS_SHOWN,
+    arm_table,
+    render_status,
+    runs_line,
+    status_json,
+)
 
 
 def _status(ok: pd.DataFrame) -> dict:
@@ -35,3 +41,17 @@ def test_rows_without_an_arm_group_by_arch():
     ok = pd.DataFrame({"arch": ["mlp", "mlp", "rfm"], "status": ["grokked"] * 3})
     assert list(arm_table(ok).index) == ["mlp", "rfm"]
     assert arm_table(ok.iloc[:0]).empty
+
+
+def test_many_runs_are_counted_not_listed():
+    ids = [f"20260101T0000{i:02d}000000Z-{i:04x}" for i in range(RUNS_SHOWN)]
+    assert runs_line([]) == "runs: -"
+    assert runs_line(ids[:2]) == f"runs: {ids[0]}, {ids[1]}"
+    assert runs_line(ids[:RUNS_SHOWN]) == "runs: " + ", ".join(ids[:RUNS_SHOWN])
+    many = [f"20260101T{i // 60:04d}{i % 60:02d}000000Z-{i:04x}" for i in range(3000)]
+    assert runs_line(many) == f"runs: 3000 (first {many[0]}, last {many[-1]})"
+    ok = pd.DataFrame({"arm": ["mlp"], "arch": ["mlp"], "status": ["grokked"]})
+    s = {**_status(ok), "run_ids": many}
+    line = next(x for x in render_status("OUT/s", s).splitlines() if x.startswith("runs: "))
+    assert line == f"runs: 3000 (first {many[0]}, last {many[-1]})"
+    assert json.loads(status_json(s))["run_ids"] == many  # --json: every run
