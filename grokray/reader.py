@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 import pyarrow as pa
@@ -43,6 +44,8 @@ PART_PREFIX = "part-"
 COMPACTING_PREFIX = ".compact-"
 """`trials/.compact-<id>.json`: a compaction in flight, `{"part": NAME, "sources": [NAME, ...]}`
 (grokray.sweep.compact): while it exists, its trials part, once there, hides its sources"""
+T = TypeVar("T")
+
 PLAN = "plan.json"
 """a sweep dir's plan: what its last run meant to run (`grokray.sweep.writer.run_plan`)"""
 
@@ -310,33 +313,47 @@ def _foreign(names: list[str], required: tuple[str, ...] | list[str], path: str,
     return Damage(path, f"missing column(s) {', '.join(missing)}: not a grokray {sub} table")
 
 
-def footer_problem(loc: Location, path: str, sub: str,
-                   required: tuple[str, ...] | list[str]) -> Damage | None:
-    """What keeps one result file from being read, from its footer (`check_dir`), or None."""
+def _opened(loc: Location, path: str, sub: str, required: tuple[str, ...] | list[str],
+            then: Callable[[pq.ParquetFile, list[str]], T]) -> T | Damage:
+    """`then(file, its column names)` on one result file of `sub` opened, or the `Damage` that
+    keeps it from being read: unreadable (whatever `then` raised too), or lacking a `required`
+    column."""
     try:
         with loc.fs.open_input_file(path) as f:
             pf = pq.ParquetFile(f)
             names = pf.schema_arrow.names
             if (bad := _foreign(names, required, path, sub)) is not None:
                 return bad
-            if "schema_version" not in names or not pf.metadata.num_rows:
-                return None
-            md = pf.metadata
-            i = [md.schema.column(j).path for j in range(md.num_columns)].index(
-                "schema_version")
-            lo = hi = None
-            for g in range(md.num_row_groups):
-                col = md.row_group(g).column(i)
-                st = col.statistics
-                if st is None or not st.has_min_max or st.null_count:
-                    lo = None
-                    break
-                lo = st.min if lo is None else min(lo, st.min)
-                hi = st.max if hi is None else max(hi, st.max)
-            if lo is not None and isinstance(lo, int) and 1 <= lo and hi <= SCHEMA_VERSION:
-                return None
+            return then(pf, names)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
         return _unreadable(path, exc)
+
+
+def _footer_versions_ok(pf: pq.ParquetFile, names: list[str]) -> bool:
+    """Does the footer alone show the file's schema_version in range (no such column, no rows,
+    or every row group's min and max within 1..SCHEMA_VERSION)? False: read the column."""
+    if "schema_version" not in names or not pf.metadata.num_rows:
+        return True
+    md = pf.metadata
+    i = [md.schema.column(j).path for j in range(md.num_columns)].index("schema_version")
+    lo = hi = None
+    for g in range(md.num_row_groups):
+        st = md.row_group(g).column(i).statistics
+        if st is None or not st.has_min_max or st.null_count:
+            return False
+        lo = st.min if lo is None else min(lo, st.min)
+        hi = st.max if hi is None else max(hi, st.max)
+    return lo is not None and isinstance(lo, int) and 1 <= lo and hi <= SCHEMA_VERSION
+
+
+def footer_problem(loc: Location, path: str, sub: str,
+                   required: tuple[str, ...] | list[str]) -> Damage | None:
+    """What keeps one result file from being read, from its footer (`check_dir`), or None."""
+    ok = _opened(loc, path, sub, required, _footer_versions_ok)
+    if isinstance(ok, Damage):
+        return ok
+    if ok:
+        return None
     t = read_arrow(loc, path, sub, columns=["schema_version"], required=required)
     return t if isinstance(t, Damage) else None
 
@@ -409,27 +426,22 @@ def read_arrow(loc: Location, path: str, sub: str, *, columns: list[str] | None 
     pyarrow.dataset: `read_dir`), or the `Damage` that keeps it from being read.
     `use_threads=False` decodes in the calling thread: faster for a small file (a caller
     reading many files in a few threads of its own)."""
-    try:
-        with loc.fs.open_input_file(path) as f:
-            pf = pq.ParquetFile(f)
-            names = pf.schema_arrow.names
-            if (bad := _foreign(names, required, path, sub)) is not None:
-                return bad
-            cols = None if columns is None else [c for c in columns if c in names]
-            if exclude:
-                cols = [c for c in (cols or names) if c not in exclude]
-            if where and set(where) <= set(names):
-                frag = ds.dataset(path, filesystem=loc.fs, format="parquet",
-                                  schema=pf.schema_arrow)
-                table = frag.to_table(columns=cols, filter=where_expr(where),
-                                      use_threads=use_threads)
-            elif where:  # a column `where` names is absent: no row matches
-                table = pf.schema_arrow.empty_table()
-                table = table.select(cols) if cols is not None else table
-            else:
-                table = pf.read(columns=cols, use_threads=use_threads)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
-        return _unreadable(path, exc)
+
+    def read(pf: pq.ParquetFile, names: list[str]) -> pa.Table:
+        cols = None if columns is None else [c for c in columns if c in names]
+        if exclude:
+            cols = [c for c in (cols or names) if c not in exclude]
+        if where and set(where) <= set(names):
+            frag = ds.dataset(path, filesystem=loc.fs, format="parquet", schema=pf.schema_arrow)
+            return frag.to_table(columns=cols, filter=where_expr(where), use_threads=use_threads)
+        if where:  # a column `where` names is absent: no row matches
+            table = pf.schema_arrow.empty_table()
+            return table.select(cols) if cols is not None else table
+        return pf.read(columns=cols, use_threads=use_threads)
+
+    table = _opened(loc, path, sub, required, read)
+    if isinstance(table, Damage):
+        return table
     if "schema_version" in table.column_names and table.num_rows:
         v = table.column("schema_version")
         ok = pa.types.is_integer(v.type) and not v.null_count and (  # the usual case, no pandas
