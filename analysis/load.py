@@ -70,8 +70,10 @@ class Sweep:
                   columns: Sequence[str] | None = None) -> pd.DataFrame:
         """The curves of the trials whose columns hold the given values (`{"arm": "forge"}`,
         `{"group": ["S4", "D8"]}`; compared as strings, as `select`), only `columns` (and the
-        key columns) when given. Reads only the row groups that can hold those trials' config
-        hashes (pyarrow.dataset), nothing when none matches."""
+        key columns) when given. Reads only the rows of those trials' config hashes
+        (pyarrow.dataset: row groups that cannot hold one are skipped), nothing when none
+        matches. The string columns (config_hash, run_id, arm, group, ...) are Categoricals
+        of the values present: one arm of 10^5 trials is 10^7 rows, a few distinct keys."""
         T = self.trials
         for key, values in (where or {}).items():
             require_columns(T, [key])
@@ -80,34 +82,38 @@ class Sweep:
             T = T[T[key].astype(str).isin(vals)]
         if T.empty:
             return pd.DataFrame(columns=list(CURVE_REQUIRED))
-        return self._read_curves(T, columns)
+        return self._read_curves(T, columns, categorical=True)
 
-    def _read_curves(self, T: pd.DataFrame | None, columns: Sequence[str] | None
-                     ) -> pd.DataFrame:
+    def _read_curves(self, T: pd.DataFrame | None, columns: Sequence[str] | None,
+                     categorical: bool = False) -> pd.DataFrame:
         hashes = None if T is None else {"config_hash": sorted(T["config_hash"].unique())}
         cols = None if columns is None else list(dict.fromkeys(
             [*CURVE_REQUIRED, "run_id", "arm", *columns]))
         frames, damaged = [], []
         for src in self._sources:
             c = reader.read_dir(src.loc, "curves", columns=cols, required=CURVE_REQUIRED,
-                                where=hashes)
+                                where=hashes, categorical=categorical)
             damaged += [x.line(src.out) for x in c.damaged]
             if not c.frame.empty:
-                frames.append(c.frame.drop(columns="file"))
+                c.frame.pop("file")  # in place: no copy of 10^7 rows
+                frames.append(c.frame)
+            del c
         if damaged:
             raise SchemaError("\n".join(damaged))
+        if categorical and len(frames) > 1:
+            _same_categories(frames)
         C = pd.concat(frames, ignore_index=True, sort=False) if len(frames) > 1 else \
             frames[0] if frames else pd.DataFrame()
         runs = self.trials if T is None else T
         whole = T is None or len(T) == int(self.trials["config_hash"].isin(
             hashes["config_hash"]).sum())  # every row of the selected configs: no seed left out
         if (self._dropped or not whole) and not C.empty and "run_id" in C.columns:
-            keep = runs[["config_hash", "seed", "run_id"]]  # the kept rows' curves only
+            keep = _like(runs[["config_hash", "seed", "run_id"]], C)  # the kept rows' curves
             C = C.merge(keep.assign(seed=keep["seed"].astype(C["seed"].dtype)),
                         on=["config_hash", "seed", "run_id"])
         if not C.empty and "arm" not in C.columns:
-            C = C.merge(runs[["config_hash", "arm"]].drop_duplicates(), on="config_hash",
-                        how="left")
+            C = C.merge(_like(runs[["config_hash", "arm"]].drop_duplicates(), C),
+                        on="config_hash", how="left")
         if self._current:
             C = reader.merge_recomputed(C, self._current)
         return C
@@ -126,6 +132,28 @@ class Sweep:
         if "sweep" in self.trials and self.trials["sweep"].notna().any():
             return "+".join(sorted(self.trials["sweep"].dropna().astype(str).unique()))
         return "+".join(reader.display_name(p) for p in self.paths)
+
+
+def _same_categories(frames: list[pd.DataFrame]) -> None:
+    """Give each Categorical column the union of its categories in every frame (in place), so
+    that their concatenation stays Categorical."""
+    cats: dict[str, set] = {}
+    for f in frames:
+        for c in f.columns:
+            if isinstance(f[c].dtype, pd.CategoricalDtype):
+                cats.setdefault(c, set()).update(f[c].cat.categories)
+    for f in frames:
+        for c, values in cats.items():
+            if c in f.columns and isinstance(f[c].dtype, pd.CategoricalDtype):
+                f[c] = f[c].cat.set_categories(sorted(values))
+
+
+def _like(keys: pd.DataFrame, C: pd.DataFrame) -> pd.DataFrame:
+    """`keys` with each column that is Categorical in `C` cast to C's categories (a value not
+    among them has no curve row), so that a merge on them keeps C's Categoricals."""
+    cast = {c: C[c].dtype for c in keys.columns
+            if c in C.columns and isinstance(C[c].dtype, pd.CategoricalDtype)}
+    return keys.astype(cast) if cast else keys
 
 
 def normalize_trials(df: pd.DataFrame, *, copy: bool = True) -> pd.DataFrame:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -239,12 +240,15 @@ class Tables:
 
 def read_dir(out_dir: str | os.PathLike | Location, sub: str, *,
              columns: list[str] | None = None, required: tuple[str, ...] | list[str] = (),
-             where: dict[str, Any] | None = None) -> Tables:
+             where: dict[str, Any] | None = None, categorical: bool = False) -> Tables:
     """Read every live result file of `out_dir/sub` (`live_files`): Parquet, with the
     `required` columns and a schema version this grokray reads; only `columns` (when given)
     and only the rows whose columns hold one of the values of `where` (`{"config_hash":
     [...]}`: pyarrow.dataset skips the row groups whose statistics rule them out; a file
-    without such a column has no matching row). Damaged files are listed, not raised."""
+    without such a column has no matching row). `categorical`: every string column (and
+    `file`) comes back as a pandas Categorical of the values present, decoded from Parquet's
+    dictionaries without a Python string per cell (curves: 10^7 rows of a few distinct keys).
+    Damaged files are listed, not raised."""
     loc = out_dir if isinstance(out_dir, Location) else Location.of(out_dir)
     damaged: list[Damage] = []
     files: list[str] = []
@@ -252,32 +256,39 @@ def read_dir(out_dir: str | os.PathLike | Location, sub: str, *,
     tables: list[pa.Table] = []
     for info in live_files(loc, sub):
         t = read_arrow(loc, info.path, sub, columns=want, required=required, where=where,
-                       use_threads=False)
+                       use_threads=False, dictionary=categorical)
         if isinstance(t, Damage):
             damaged.append(t)
             continue
         files.append(info.base_name)
         if t.num_rows:
-            tables.append(t.append_column("file", pa.array([info.base_name] * t.num_rows,
-                                                            pa.string())))
+            name = pa.array([info.base_name] * t.num_rows, pa.string()) if not categorical \
+                else pa.DictionaryArray.from_arrays(pa.array(np.zeros(t.num_rows, np.int32)),
+                                                    pa.array([info.base_name]))
+            tables.append(t.append_column("file", name))
     if not tables:
         return Tables(pd.DataFrame(columns=[*(want or required), "file"]), damaged, files)
-    return Tables(concat_frames(tables), damaged, files)
+    return Tables(concat_frames(tables, categorical=categorical), damaged, files)
 
 
-def concat_frames(tables: list[pa.Table]) -> pd.DataFrame:
+def concat_frames(tables: list[pa.Table], *, categorical: bool = False) -> pd.DataFrame:
     """Tables whose columns may differ (metric columns appear as they are computed) as one
     DataFrame, missing cells null: one Arrow concatenation and one conversion, whatever the
     number of files (per file where no type promotion reconciles two files). Empties `tables`:
     each Arrow column is freed as it is converted, so the peak is about the DataFrame's size,
-    not twice it."""
+    not twice it. `categorical`: the tables' dictionary columns become Categoricals holding
+    only the values present, the numeric columns kept apart (no 2-D block copy)."""
     try:
         whole = pa.concat_tables(tables, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return pd.concat([t.to_pandas() for t in tables], ignore_index=True, sort=False)
     tables.clear()
-    out = whole.to_pandas(self_destruct=True)
+    out = whole.to_pandas(self_destruct=True, split_blocks=categorical)
     del whole
+    if categorical:
+        for c in out.columns:
+            if isinstance(out[c].dtype, pd.CategoricalDtype):
+                out[c] = out[c].cat.remove_unused_categories()
     pa.default_memory_pool().release_unused()
     return out
 
@@ -419,23 +430,36 @@ def read_plan(out_dir: str | os.PathLike) -> dict[str, Any] | None:
 
 def read_arrow(loc: Location, path: str, sub: str, *, columns: list[str] | None = None,
                required: tuple[str, ...] | list[str] = (), exclude: tuple[str, ...] = (),
-               use_threads: bool = True, where: dict[str, Any] | None = None
-               ) -> pa.Table | Damage:
+               use_threads: bool = True, where: dict[str, Any] | None = None,
+               dictionary: bool = False) -> pa.Table | Damage:
     """One result file of `sub` (`trials` or `curves`) as an Arrow table (only the `columns`
     it has, when given; never those in `exclude`; only rows matching `where`, read through
     pyarrow.dataset: `read_dir`), or the `Damage` that keeps it from being read.
     `use_threads=False` decodes in the calling thread: faster for a small file (a caller
-    reading many files in a few threads of its own)."""
+    reading many files in a few threads of its own). `dictionary`: string columns read as
+    dictionary arrays (Parquet's own dictionaries, one chunk per column)."""
 
     def read(pf: pq.ParquetFile, names: list[str]) -> pa.Table:
         cols = None if columns is None else [c for c in columns if c in names]
         if exclude:
             cols = [c for c in (cols or names) if c not in exclude]
-        if where and set(where) <= set(names):
-            frag = ds.dataset(path, filesystem=loc.fs, format="parquet", schema=pf.schema_arrow)
-            return frag.to_table(columns=cols, filter=where_expr(where), use_threads=use_threads)
+        schema = pf.schema_arrow
+        strings = [x.name for x in schema if pa.types.is_string(x.type)
+                   or pa.types.is_large_string(x.type)] if dictionary else []
+        if strings or (where and set(where) <= set(names)):
+            fmt = ds.ParquetFileFormat(
+                read_options=ds.ParquetReadOptions(dictionary_columns=strings))
+            for name in strings:
+                i = schema.get_field_index(name)
+                schema = schema.set(i, schema.field(i).with_type(
+                    pa.dictionary(pa.int32(), schema.field(i).type)))
+            frag = ds.dataset(path, filesystem=loc.fs, format=fmt, schema=schema)
+            table = frag.to_table(columns=cols, use_threads=use_threads,
+                                  filter=None if not where else where_expr(where)
+                                  if set(where) <= set(names) else ds.scalar(False))
+            return table.combine_chunks() if strings else table  # one dictionary per file
         if where:  # a column `where` names is absent: no row matches
-            table = pf.schema_arrow.empty_table()
+            table = schema.empty_table()
             return table.select(cols) if cols is not None else table
         return pf.read(columns=cols, use_threads=use_threads)
 

@@ -114,3 +114,52 @@ def test_analysis_never_imports_training_code():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def _plain(C: pd.DataFrame) -> pd.DataFrame:
+    """Curve rows with Categoricals as text, in a fixed order (to compare two reads)."""
+    key = ["config_hash", "seed", "step"]
+    out = C.astype({c: str for c in C.columns if isinstance(C[c].dtype, pd.CategoricalDtype)})
+    return out.sort_values(key).reset_index(drop=True)
+
+
+def test_curves_of_reads_the_selected_trials_with_categorical_keys(ablation, tmp_path, tiny):
+    s = load(ablation)
+    forge = s.curves_of({"arm": "forge"})
+    every = s.curves
+    want = every[every["arm"] == "forge"]
+    assert len(forge) == len(want) > 0
+    pd.testing.assert_frame_equal(_plain(forge)[list(want.columns)], _plain(want),
+                                  check_dtype=False)
+    for c in ("config_hash", "run_id", "arm", "group", "arch", "sweep"):
+        assert isinstance(forge[c].dtype, pd.CategoricalDtype), c
+    assert list(forge["arm"].cat.categories) == ["forge"]  # only the values present
+    assert set(forge["config_hash"].cat.categories) == set(
+        s.trials.loc[s.trials["arm"] == "forge", "config_hash"])
+    assert forge["seed"].dtype == every["seed"].dtype and forge["val_acc"].dtype == float
+    some = s.curves_of({"group": [str(s.trials["group"].iloc[0])]}, columns=["val_acc"])
+    assert some.columns[-1] == "val_acc" and "train_loss" not in some.columns
+    assert s.curves_of({"arm": "no such arm"}).empty
+    # two dirs: the categories of both, the rows of both
+    both = load([ablation, tiny.write_capacity(tmp_path / "tiny_capacity")])
+    arms = sorted(both.trials["arm"].unique())
+    C = both.curves_of({"arm": arms})
+    assert isinstance(C["config_hash"].dtype, pd.CategoricalDtype)
+    assert len(C) == len(both.curves)
+    assert set(C["config_hash"].astype(str)) == set(both.curves["config_hash"])
+
+
+def test_curves_of_a_v1_dir(tmp_path):
+    """Schema 1 wrote large strings: read as Categoricals too, values as before."""
+    import shutil
+
+    v1 = Path(__file__).resolve().parents[1] / "fixtures" / "v1_dir" / "v1"
+    shutil.copytree(v1, tmp_path / "v1")
+    s = load(tmp_path / "v1")
+    arm = str(s.trials["arm"].iloc[0])
+    C = s.curves_of({"arm": arm})
+    want = s.curves[s.curves["arm"] == arm].dropna(axis=1, how="all")  # the other file's
+    assert len(C) == len(want) > 0 and isinstance(C["config_hash"].dtype, pd.CategoricalDtype)
+    assert sorted(C.columns) == sorted(want.columns)
+    pd.testing.assert_frame_equal(_plain(C)[list(want.columns)], _plain(want),
+                                  check_dtype=False)
