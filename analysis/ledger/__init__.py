@@ -27,6 +27,7 @@ from grokray_analysis.ledger.measures import (
     all_grok,
     axiom_lead,
     capacity,
+    conserves,
     drift_ratio,
     eff_modes,
     median_grok_step,
@@ -57,9 +58,9 @@ __all__ = [
     "BASE_SCALE", "CLAIMS", "INCONCLUSIVE", "MEASURES", "NAN2", "NOT_RUN", "OPPOSITE",
     "REGIONS", "REPRODUCED", "SAME_DIRECTION", "SCALES", "TOO_FEW", "UNTESTABLE", "VERDICTS",
     "Claim", "Ledger", "LedgerRow", "Measured", "all_grok", "axiom_lead", "capacity", "claim",
-    "drift_ratio", "eff_modes", "judge", "ledger", "ledger_table", "load_claims", "measure",
-    "median_grok_step", "mlp_fails", "never_groks", "no_delay", "regions_met", "scaling_alpha",
-    "speedup", "tolerance_band", "verdict_of", "wedderburn", "write_ledger",
+    "conserves", "drift_ratio", "eff_modes", "judge", "ledger", "ledger_table", "load_claims",
+    "measure", "median_grok_step", "mlp_fails", "never_groks", "no_delay", "regions_met",
+    "scaling_alpha", "speedup", "tolerance_band", "verdict_of", "wedderburn", "write_ledger",
 ]
 
 

@@ -87,11 +87,26 @@ class Claim:
         if scale == BASE_SCALE:
             return self
         over = dict(self.scales.get(scale) or
-                    {"why_not": self.why_not or f"no {scale}-scale sweep in {CLAIMS_FILE}"})
+                    {"why_not": self.stated_why_not(scale)
+                     or f"no {scale}-scale sweep in {CLAIMS_FILE} (no reason stated)"})
         if "spec" not in over:
             over = {"spec": "", "sweep": "", "measure": "", "where": {}, "params": {},
                     "analyze": "", **over}
         return replace(self, **over, scales={})
+
+
+    def stated_why_not(self, scale: str) -> str:
+        """The reason claims.yaml states for no sweep of `scale` measuring this claim: the
+        scale's own `why_not` (the claim's `why_not` at the CPU scale), or the claim's `why_not`
+        when no scale measures it (no dataset, a bound, no number); "" when none is stated."""
+        if scale == BASE_SCALE:
+            return self.why_not
+        over = self.scales.get(scale) or {}
+        if "why_not" in over:
+            return str(over["why_not"])
+        if over or self.spec:
+            return ""
+        return "" if any("spec" in o for o in self.scales.values()) else self.why_not
 
 
 def load_claims(text: str | None = None) -> tuple[Claim, ...]:

@@ -300,11 +300,12 @@ def mlp_fails(T: pd.DataFrame, *, arm: str, base: str) -> Measured:
 
 
 def all_grok(T: pd.DataFrame, *, arm: str, max_fail: float) -> Measured:
-    """Fraction of `arm`'s runs that grokked over every group of the sweep, its interval over
-    the groups (`group_rate_ci`: a claim about groups, so the group is the unit); the detail
-    names the groups where more than `max_fail` of the runs did not."""
-    runs = _arm(T, arm)
-    r = _rate(runs, arm)
+    """Fraction of `arm`'s runs (every run: arm "", a sweep whose arms are group families) that
+    grokked over every group of the sweep, its interval over the groups (`group_rate_ci`: a
+    claim about groups, so the group is the unit); the detail names the groups where more than
+    `max_fail` of the runs did not."""
+    runs = _arm(T, arm) if arm else T
+    r = _rate(runs, arm or "every run")
     G = int(runs["group"].nunique())
     fails = [str(g) for g, s in runs.groupby("group") if (s["status"] != "grokked").mean()
              > max_fail]
@@ -457,13 +458,47 @@ def drift_ratio(T: pd.DataFrame, *, system: str, invariant: str, arm: str, base:
                  if ci is not None else
                  "no ratio interval from these seeds"))
     if np.median(xa) >= max_drift:
-        detail += f"; both arms drift by over {max_drift:.0%}: neither conserves the invariant"
+        detail += (f"; both arms drift by over {max_drift:.0%}: neither conserves the invariant "
+                   f"(forge.hamiltonian.{system}.conserved)")
     return Measured(r, ci if ci is not None else NAN2, 0, 0, detail, n=n,
                     n_needed=RATIO_MIN_N)
+
+
+def conserves(T: pd.DataFrame, *, system: str, arm: str, base: str,
+              max_drift: float) -> Measured:
+    """Share of `arm`'s runs on one Hamiltonian system whose learned dynamics keep every
+    recorded invariant (`metric_drift_*`) within a relative drift below `max_drift` over the
+    rollout, Clopper-Pearson over the runs; `base`'s share in the detail. A drift ratio between
+    two arms that both fail this is a ratio of two failures, not the paper's claim: this is that
+    check as a rate the one rule judges. A rollout that went non-finite (drift inf or missing)
+    does not keep its invariant."""
+    cols = [c for c in T.columns if str(c).startswith("metric_drift_")]
+    if "hamiltonian_system" not in T or not cols:
+        raise AnalysisError(f"no metric_drift_* columns on {system}")
+    sub = T[(T["hamiltonian_system"].astype(str) == system) & (T["status"] != "failed")]
+
+    def kept(a: str) -> tuple[int, int, str]:
+        runs = _arm(sub, a)
+        # the system's invariants: the drift columns any of its runs recorded
+        inv = [c for c in cols if runs[c].notna().any()]
+        if not inv:
+            raise AnalysisError(f"no drift recorded on {system}")
+        x = runs[inv].astype(float).fillna(math.inf).to_numpy()
+        ok = (x < max_drift).all(axis=1)
+        med = ", ".join(f"{c.removeprefix('metric_drift_').replace('_', ' ')} "
+                        f"{np.median(runs[c].astype(float)):.3g}" for c in inv)
+        return int(ok.sum()), len(runs), med
+
+    k, n, med = kept(arm)
+    kb, nb, medb = kept(base)
+    detail = (f"{system}: {k} of {n} {arm} runs keep every invariant's relative drift below "
+              f"{max_drift:.0%} (median drift {med}); {base}: {kb} of {nb} ({medb})")
+    return Measured(k / n if n else math.nan, clopper_pearson(k, n), 0, 0, detail, n=n,
+                    rate_n=n)
 
 
 MEASURES: dict[str, Callable[..., Measured]] = {f.__name__: f for f in (
     speedup, median_grok_step, scaling_alpha, scaling_c, alpha_common, no_delay, mlp_fails,
     all_grok, never_groks, ungrok_rate, capacity, eff_modes, metric_median, wedderburn,
-    axiom_lead, drift_ratio)}
+    axiom_lead, drift_ratio, conserves)}
 """measure name (claims.yaml: `measure`) -> function(trials, **params)"""

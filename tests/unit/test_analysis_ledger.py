@@ -13,6 +13,7 @@ import pytest
 
 from grokray.cli import main
 from grokray_analysis import ledger as L
+from grokray_analysis.ledger.build import needed as build_needed
 from grokray_analysis.load import load
 from grokray_analysis.powerlaw import fit_power_law
 
@@ -302,6 +303,46 @@ def test_hamiltonian_drift_claim_verdicts():
     assert L.judge(c, three) == L.TOO_FEW
 
 
+
+def test_the_two_failures_check_is_a_rate_the_rule_judges():
+    # a drift ratio between two arms that both drift by 100% or more is a ratio of two
+    # failures: forge.hamiltonian.<system>.conserved is the arm's share of runs that keep every
+    # invariant of the system below 100%, Clopper-Pearson over the runs, through the one rule
+    def frame(energy, ang):
+        return pd.DataFrame([{"hamiltonian_system": "kepler", "arm": a, "status": "not_grokked",
+                              "seed": i, "metric_drift_energy": e,
+                              "metric_drift_angular_momentum": m}
+                             for a in ("mlp", "dad+algebra")
+                             for i, (e, m) in enumerate(zip(energy, ang, strict=True))])
+
+    c = L.claim("forge.hamiltonian.kepler.conserved")
+    assert (c.band, c.null_value, c.log) == ((0.9, 1.0), 0.5, False)
+    fail3 = L.measure(c, frame([196.0, 823.0, 64.0], [210.0, 354.0, 8.5]))
+    assert (fail3.value, fail3.n, fail3.rate_n) == (0.0, 3, 3)
+    assert fail3.ci == pytest.approx((0.0, 0.7076), abs=1e-4)
+    # 0 of 3 points to the other side of the null, but no count of 3 can say so: too few runs,
+    # with the 6 runs that could
+    assert L.judge(c, fail3) == L.TOO_FEW
+    assert build_needed(c, fail3) == 6
+    assert L.judge(c, L.measure(c, frame([196.0] * 6, [210.0] * 6))) == L.OPPOSITE
+    # a run keeps the system's invariants only if it keeps every one (and a blow-up keeps none)
+    mixed = L.measure(c, frame([0.1] * 6, [0.2] * 5 + [5.0]))
+    assert mixed.value == pytest.approx(5 / 6)
+    blown = L.measure(c, frame([0.1] * 5 + [math.inf], [0.2] * 6))
+    assert blown.value == pytest.approx(5 / 6)
+    ok36 = L.measure(c, frame([0.1] * 36, [0.2] * 36))
+    assert L.judge(c, ok36) == L.REPRODUCED and "36 of 36 dad+algebra" in ok36.detail
+
+
+def test_every_group_groks_reads_every_run_of_a_family_sweep():
+    # arm "": every run of the sweep (the decisive alpha sweep's arms are group families)
+    T = pd.DataFrame({"arm": ["cyclic", "dihedral"] * 18, "group": [f"G{i}" for i in range(36)],
+                      "status": "grokked"})
+    m = L.all_grok(T, arm="", max_fail=0.1)
+    assert (m.value, m.n) == (1.0, 36) and m.ci[0] > 0.9
+    assert L.judge(L.claim("forge.all_groups_grok").at("decisive"), m) == L.REPRODUCED
+
+
 def test_axiom_claims_read_the_metric_columns_the_store_writes():
     # the trials table holds per-seed metrics as metric_<name> (grokray.result), e.g. an
     # axioms_cpu run: identity axiom 100-250 steps after grokking, every coefficient recovered
@@ -389,7 +430,7 @@ def test_each_claim_names_its_specs_sweep_and_reproduce_runs_them():
     for c in measured:
         assert load_spec(str(ROOT / c.spec)).name == c.sweep, c.key
     assert ledger_specs("cpu") == list(dict.fromkeys(c.spec for c in measured))
-    assert len(measured) == 26 and len(L.CLAIMS) == 49
+    assert len(measured) == 29 and len(L.CLAIMS) == 52
 
 
 GOOD = """claims:

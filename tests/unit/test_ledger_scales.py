@@ -127,7 +127,8 @@ def test_every_measured_claim_names_its_paper_sweep():
     from grokray.commands.reproduce import SCALES, ledger_specs
 
     assert SCALES == tuple(L.SCALES)
-    measured = [c.at("paper") for c in L.CLAIMS if c.measure]
+    measured = [c.at("paper") for c in L.CLAIMS if c.at("paper").measure]
+    assert {c.key for c in L.CLAIMS if c.measure} <= {c.key for c in measured}
     assert all(c.spec.startswith("sweeps/paper/") for c in measured)
     for c in measured:
         assert load_spec(str(ROOT / c.spec)).name == c.sweep, c.key
