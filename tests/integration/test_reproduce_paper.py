@@ -54,7 +54,7 @@ def test_paper_dry_run_prices_every_paper_sweep(capsys):
     assert main(["reproduce", "--scale", "paper", "--dry-run", "--out", "/nonexistent/x"]) == 0
     text = capsys.readouterr().out
     n = len(reproduce.ledger_specs("paper"))
-    assert n == 10 and text.count("cost (this host") == n and "no cost model" not in text
+    assert n == 14 and text.count("cost (this host") == n and "no cost model" not in text
     for spec in reproduce.ledger_specs("paper"):
         assert f"-> /nonexistent/x/{yaml.safe_load(open(ROOT / spec))['name']}" in text
     total = text.split("estimated wall time left (cost model, one Ray session): ")[1]
