@@ -102,7 +102,7 @@ def main(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     dash = Dashboard(args.paths, n_boot=args.bootstrap, seed=args.seed)
     dash.refresh()
-    rows = sum(len(s.trials) for s in dash.sweeps)
+    rows = sum(s.n_rows for s in dash.sweeps)
     files = sum(s.n_files for s in dash.sweeps)
     print(f"indexed {len(dash.sweeps)} sweep dir(s): {rows} seed-rows, {files} files in "
           f"{time.perf_counter() - t0:.1f} s", flush=True)

@@ -3,11 +3,15 @@
 `SweepIndex.refresh()` lists the live `trials/` and `curves/` files (`grokray.reader.live_files`:
 per-trial files and compacted parts, a compaction in flight never shown twice) and reads each
 new or rewritten trials file on its own (through `grokray.reader.read_arrow`, the one reader),
-so a refresh after a sweep wrote a few trials costs those few files, not the dir. Of a curves
-file only its footer is read then (its columns, its schema version); a view reads the columns
-and the runs it draws (`read_curves`: pyarrow.dataset skips the row groups of other config
-hashes), so resident memory is the trials table plus one view's curves, whatever the store
-holds. Nothing here writes. A dir may be a local path or a URL (`s3://...`).
+so a refresh after a sweep wrote a few trials costs those few files, not the dir. The trials
+are kept as Arrow tables, one per file, their strings as dictionaries (an int per cell; every
+column but config_json); a view converts only the columns it shows (`frame`), and the swept
+columns are found in Arrow (`swept`). Of a curves file only its footer is read then (its
+columns, its schema version); a view reads the columns and the runs it draws (`read_curves`:
+pyarrow.dataset skips the row groups of other config hashes). Resident memory is then the
+trials' Arrow columns (about 0.8 kB per seed-row of the ledger's shape, `config_json` left
+out), a few views' columns, and one view's curves, whatever the store holds. Nothing here
+writes. A dir may be a local path or a URL (`s3://...`).
 
 Only files under a local dir are read: a symlink whose target lies outside it is named as a
 problem and skipped, like a damaged file.
@@ -24,12 +28,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from grokray import reader
 from grokray.errors import SchemaError
-from grokray.schema import CONFIG_JSON_COLUMN, CURVE_READ_REQUIRED_COLUMNS, TRIAL_REQUIRED_COLUMNS
+from grokray.schema import (
+    CONFIG_JSON_COLUMN,
+    CURVE_READ_REQUIRED_COLUMNS,
+    METRIC_PREFIX,
+    TRIAL_REQUIRED_COLUMNS,
+)
 from grokray_analysis.load import normalize_trials
 
 TRIALS, CURVES = "trials", "curves"
@@ -37,6 +47,10 @@ _CURVE_STRINGS = ("schema_version", "sweep", "run_id", "config_hash", "group", "
 _READERS = 4  # pyarrow decodes outside the GIL: a few threads read files side by side
 FID = "_file"
 """the column naming each row's file (an int): a file's rows go when it is removed or rewritten"""
+BASE = ("config_hash", "seed", "status", "grok_step", "run_id", "arm", "arch")
+"""the columns every `frame` holds (what analysis's normalization and the run codes read)"""
+FRAMES_KEPT = 8
+"""column selections `frame` keeps converted per data version"""
 
 
 def inside(root: str, path: str) -> bool:
@@ -75,7 +89,10 @@ class SweepIndex:
     _codes: dict[str, int] = field(default_factory=dict, repr=False)
     _hashes: list[str] = field(default_factory=list, repr=False)
     _trials: pd.DataFrame | None = field(default=None, repr=False)
-    _raw_trials: pd.DataFrame | None = field(default=None, repr=False)
+    _parts: dict[int, pa.Table] = field(default_factory=dict, repr=False)
+    _table: pa.Table | None = field(default=None, repr=False)
+    _frames: dict[tuple, pd.DataFrame] = field(default_factory=dict, repr=False)
+    _swept: list[str] | None = field(default=None, repr=False)
     _curve_cols: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _curve_files: list[str] = field(default_factory=list, repr=False)
     _loc: reader.Location | None = field(default=None, repr=False)
@@ -104,8 +121,10 @@ class SweepIndex:
         return out
 
     def _read_trials(self, path: str) -> pa.Table | reader.Damage:
-        return reader.read_arrow(self.loc, path, TRIALS, required=TRIAL_REQUIRED_COLUMNS,
-                                 exclude=(CONFIG_JSON_COLUMN,), use_threads=False)  # unshown
+        t = reader.read_arrow(self.loc, path, TRIALS, required=TRIAL_REQUIRED_COLUMNS,
+                              exclude=(CONFIG_JSON_COLUMN,), use_threads=False,  # unshown
+                              dictionary=True)
+        return t if isinstance(t, reader.Damage) else _plain_strings(t)
 
     def _read_curves(self, path: str) -> pa.Table | reader.Damage:
         """A curves file's footer only (its columns and schema version): no rows, or the
@@ -174,43 +193,44 @@ class SweepIndex:
         return True
 
     def _merge(self, sub: str, drop: list[int], tables: list[pa.Table]) -> None:
-        """The rows of `sub` without the files `drop`, with the `tables` appended (one Arrow
-        concatenation and one conversion to pandas per refresh, whatever the file count).
-        Curves are kept in parts, joined when a view asks: a refresh costs the new files,
-        not a copy of 10^6 rows."""
-        new = reader.concat_frames(tables) if tables else None
+        """The trials without the files `drop`, with the `tables` added (kept per file: a
+        refresh costs the new files; their concatenation is made when a view asks). Of the
+        curves only the file list changes: a view reads the rows it draws."""
         if sub == TRIALS:
-            old = self._raw_trials
-            if old is not None and drop:
-                old = old[~old[FID].isin(drop)]
-            parts = [p for p in (old, new) if p is not None and len(p)]
-            self._raw_trials = pd.concat(parts, ignore_index=True, sort=False) if parts \
-                else None
-            self._trials = None
+            for fid in drop:
+                self._parts.pop(fid, None)
+            for t in tables:
+                if t.num_rows:
+                    self._parts[int(t.column(FID)[0].as_py())] = t
+            self._table, self._trials, self._swept = None, None, None
+            self._frames.clear()
         else:
             self._curve_files = sorted(p for p in self._curve_cols)
-        pa.default_memory_pool().release_unused()  # the files' Arrow buffers are pandas' now
+        pa.default_memory_pool().release_unused()
 
     def read_curves(self, metrics: list[str] | None = None, runs: pd.DataFrame | None = None
                     ) -> pd.DataFrame:
         """Curve rows: cfg (the run code), seed, step and the `metrics` columns (every numeric
         column when None), of the runs in `runs` (rows with a config_hash; all runs when None;
-        their row groups only, pyarrow.dataset), read batch by batch (no column of strings
-        held whole). A file found damaged now is named in `problems` and skipped."""
+        their row groups only, pyarrow.dataset), config_hash read as Parquet's dictionary (no
+        string per row), one conversion per file. A file found damaged now is named in
+        `problems` and skipped."""
         with self.lock:
             files = list(self._curve_files)
         want = None if metrics is None else ["config_hash", "seed", "step", *metrics]
         expr = None if runs is None else reader.where_expr(
-            {"config_hash": sorted(set(runs["config_hash"]))})
+            {"config_hash": sorted(set(runs["config_hash"].astype(str)))})
+        fmt = ds.ParquetFileFormat(
+            read_options=ds.ParquetReadOptions(dictionary_columns=["config_hash"]))
         frames = []
         for path in files:
             try:
-                d = ds.dataset(path, filesystem=self.loc.fs, format="parquet")
-                cols = None if want is None else [c for c in want if c in d.schema.names]
-                for batch in d.to_batches(columns=cols, filter=expr, use_threads=False,
-                                          batch_size=1 << 18):
-                    if batch.num_rows:
-                        frames.append(self._coded(pa.Table.from_batches([batch])))
+                d = ds.dataset(path, filesystem=self.loc.fs, format=fmt)
+                cols = [c for c in (want or d.schema.names) if c in d.schema.names]
+                t = d.to_table(columns=cols, filter=expr, use_threads=False)
+                if t.num_rows:
+                    frames.append(self._coded(t))
+                del t
             except (OSError, pa.ArrowException) as exc:
                 with self.lock:
                     self.problems[path] = reader.Damage(
@@ -227,18 +247,27 @@ class SweepIndex:
         return out
 
     def _coded(self, t: pa.Table) -> pd.DataFrame:
-        """config_hash -> an int32 run code (the page asks for runs by code and seed)."""
-        h = t.column("config_hash").combine_chunks().dictionary_encode()
+        """config_hash (a dictionary column) -> an int32 run code (the page asks for runs by
+        code and seed); the numeric columns as they are, seed and step as int32."""
+        cfg = np.zeros(t.num_rows, np.int32)
+        at = 0
         with self.lock:
-            codes = np.array([self._code(x) for x in h.dictionary.to_pylist()], dtype=np.int32)
+            for chunk in t.column("config_hash").chunks:
+                if not pa.types.is_dictionary(chunk.type):
+                    chunk = chunk.dictionary_encode()
+                codes = np.array([self._code(x) for x in chunk.dictionary.to_pylist()],
+                                 dtype=np.int32)
+                if len(codes):
+                    cfg[at:at + len(chunk)] = codes[chunk.indices.to_numpy(
+                        zero_copy_only=False)]
+                at += len(chunk)
         keep = [f.name for f in t.schema if f.name not in _CURVE_STRINGS and (
             pa.types.is_integer(f.type) or pa.types.is_floating(f.type))]
         df = t.select(keep).to_pandas()
         for c in ("seed", "step"):  # int32: half the memory of a view over every run
             if c in df and pd.api.types.is_integer_dtype(df[c]):
                 df[c] = df[c].astype(np.int32)
-        idx = h.indices.to_numpy(zero_copy_only=False)
-        df.insert(0, "cfg", codes[idx] if len(codes) else np.zeros(len(df), np.int32))
+        df.insert(0, "cfg", cfg)
         return df
 
     @property
@@ -250,29 +279,87 @@ class SweepIndex:
     # ------------------------------------------------------------------ tables
 
     @property
+    def table(self) -> pa.Table:
+        """Every trials row as Arrow, one per identity (config_hash, seed; the newest run_id
+        wins, as `grokray.reader.dedupe`), strings as dictionaries, a `_file` column."""
+        with self.lock:
+            if self._table is None:
+                parts = list(self._parts.values())
+                if not parts:
+                    return pa.table({c: pa.array([], pa.string()) for c in BASE})
+                t = pa.concat_tables(parts, promote_options="permissive")
+                t = t.unify_dictionaries().combine_chunks()
+                keep = _newest(t)
+                self._table = t if keep is None else t.filter(keep)
+            return self._table
+
+    @property
+    def n_rows(self) -> int:
+        """Trials rows (one per identity)."""
+        return self.table.num_rows
+
+    def frame(self, columns: list[str] | None = None) -> pd.DataFrame:
+        """The trials as analysis reads them (`grokray_analysis.load.normalize_trials`), only
+        the `columns` given (those the rows have) beside `BASE`, and a `cfg` column holding
+        the run code; every column when None (`trials`). Kept per data version for the last
+        `FRAMES_KEPT` column selections."""
+        with self.lock:
+            t = self.table
+            names = t.column_names
+            want = names if columns is None else list(dict.fromkeys(
+                c for c in [*BASE, *columns] if c in names))
+            key = tuple(want)
+            if key in self._frames:
+                return self._frames[key]
+            if not t.num_rows or "status" not in names:
+                df = pd.DataFrame(columns=[*TRIAL_REQUIRED_COLUMNS, "arm", "cfg"])
+            else:
+                df = self._normalized(_decoded(t.select(want)).to_pandas())
+            self._frames[key] = df
+            while len(self._frames) > FRAMES_KEPT:
+                self._frames.pop(next(iter(self._frames)))
+            return df
+
+    def _normalized(self, df: pd.DataFrame) -> pd.DataFrame:
+        try:  # in place: the frame is this function's own
+            df = normalize_trials(df, copy=False)
+        except SchemaError as exc:
+            self.problems[os.path.join(self.path, TRIALS)] = f"{self.path}: {exc}"
+            df = normalize_trials(df[~(df["status"].astype(str).eq("grokked")
+                                       & df["grok_step"].isna())]).reset_index(drop=True)
+        idx, uniq = pd.factorize(df["config_hash"].astype(str))
+        df["cfg"] = np.array([self._code(h) for h in uniq], np.int32)[idx] \
+            if len(uniq) else np.zeros(len(df), np.int32)  # a code per config
+        return df
+
+    @property
     def trials(self) -> pd.DataFrame:
-        """One row per (config_hash, seed) (the newest run of an identity), as analysis reads
-        them (`grokray_analysis.load.normalize_trials`); a `cfg` column holds the run code."""
+        """Every column of every trials row (`frame(None)`): what the analysis views read.
+        A page's views ask `frame` for their columns only."""
         with self.lock:
             if self._trials is None:
-                raw = self._raw_trials
-                if raw is None or raw.empty:
-                    self._trials = pd.DataFrame(columns=[*TRIAL_REQUIRED_COLUMNS, "arm", "cfg"])
-                else:
-                    df, _, _ = reader.dedupe(raw)  # raw itself when no identity repeats
-                    try:  # in place: the raw rows are kept as analysis reads them, one copy
-                        df = normalize_trials(df, copy=df is not raw)
-                    except SchemaError as exc:
-                        self.problems[os.path.join(self.path, TRIALS)] = f"{self.path}: {exc}"
-                        df = normalize_trials(df[~(df["status"].astype(str).eq("grokked")
-                                                   & df["grok_step"].isna())])
-                    idx, uniq = pd.factorize(df["config_hash"].astype(str))
-                    df["cfg"] = np.array([self._code(h) for h in uniq], np.int32)[idx] \
-                        if len(uniq) else np.zeros(len(df), np.int32)  # a code per config
-                    self._trials = df if isinstance(df.index, pd.RangeIndex) and \
-                        df.index.start == 0 and df.index.step == 1 else \
-                        df.reset_index(drop=True)
+                self._trials = self.frame(None)
+                self._frames.pop(tuple(self.table.column_names), None)
             return self._trials
+
+    def swept(self) -> list[str]:
+        """The config columns whose value varies across the rows (the swept axes), arm first:
+        counted in Arrow (a missing value counts as one value), kept per data version."""
+        from grokray_analysis.dashboard.views import NOT_SWEPT  # the view's own rule
+
+        with self.lock:
+            if self._swept is None:
+                t = self.table
+                out = []
+                for name in t.column_names:
+                    if name in NOT_SWEPT or name.startswith(METRIC_PREFIX):
+                        continue
+                    if _varies(t.column(name)):
+                        out.append(name)
+                if "arm" not in t.column_names and "arch" in out:
+                    out.append("arm")  # the arm is the arch's (normalize_trials)
+                self._swept = sorted(out, key=lambda c: (c != "arm", c != "group", c))
+            return list(self._swept)
 
     def _code(self, h: str) -> int:
         c = self._codes.get(h)
@@ -306,3 +393,53 @@ def sweep_dirs(path: str) -> list[str]:
     subs = [reader.join_uri(path, n) if "://" in path else os.path.join(path, n)
             for n in loc.subdirs() if loc.is_dir(n, TRIALS)]
     return [d for d in subs if "://" in path or inside(path, d)]
+
+
+def _plain_strings(t: pa.Table) -> pa.Table:
+    """A file's table with each string dictionary as dictionary<int32, string> (schema 1
+    wrote large strings): every file's columns then concatenate."""
+    for i, f in enumerate(t.schema):
+        if pa.types.is_dictionary(f.type) and pa.types.is_large_string(f.type.value_type):
+            t = t.set_column(i, f.name, t.column(i).cast(pa.dictionary(pa.int32(),
+                                                                        pa.string())))
+        elif pa.types.is_large_string(f.type):
+            t = t.set_column(i, f.name, t.column(i).cast(pa.string()))
+    return t
+
+
+def _decoded(t: pa.Table) -> pa.Table:
+    """Dictionary columns as plain strings (pandas object columns, as `grokray.load` reads)."""
+    for i, f in enumerate(t.schema):
+        if pa.types.is_dictionary(f.type):
+            t = t.set_column(i, f.name, t.column(i).cast(f.type.value_type))
+    return t
+
+
+def _newest(t: pa.Table) -> np.ndarray | None:
+    """Which rows to keep so that each identity (config_hash, seed) has one, the newest
+    run_id's (`grokray.reader.dedupe`'s rule); None when no identity repeats."""
+    if not {"config_hash", "seed"} <= set(t.column_names) or not t.num_rows:
+        return None
+    key = pd.DataFrame({"h": t.column("config_hash").to_pandas(),
+                        "s": t.column("seed").to_pandas()})
+    if not key.duplicated().any():
+        return None
+    run = t.column("run_id").cast(pa.string()).to_pandas() if "run_id" in t.column_names \
+        else pd.Series(np.zeros(len(key)))
+    order = key.assign(r=run).sort_values("r", kind="stable")
+    drop = order.duplicated(["h", "s"], keep="last").sort_index()
+    return ~drop.to_numpy()
+
+
+def _varies(col: pa.ChunkedArray) -> bool:
+    """Does the column hold more than one value (a missing value, NaN included, is one)?"""
+    typ = col.type
+    if pa.types.is_dictionary(typ):
+        col = col.cast(typ.value_type)
+        typ = typ.value_type
+    if pa.types.is_floating(typ):
+        col = pc.if_else(pc.is_nan(col), pa.scalar(None, typ), col)
+    try:
+        return pc.count_distinct(col, mode="all").as_py() > 1
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return col.to_pandas().astype(str).nunique() > 1  # cells that do not hash (lists)

@@ -96,7 +96,7 @@ class Dashboard:
     def state(self) -> dict:
         return {"sweeps": [{"id": i, "name": s.name, "path": reader.strip_query(s.path),
                             "version": s.version,
-                            "rows": int(len(s.trials)), "problems": len(s.problems)}
+                            "rows": s.n_rows, "problems": len(s.problems)}
                            for i, s in enumerate(self.sweeps)],
                 "roots": [reader.strip_query(r) for r in self.roots], "refresh_s": REFRESH_S,
                 "now": time.time(),
@@ -173,7 +173,7 @@ def default_views(dash: Dashboard, i: int) -> list[tuple[tuple, object]]:
     return [(("overview", i, ix.version), _locked(ix, views.overview)),
             (("curves", i, ix.version, "val_acc", "{}"), _locked(ix, views.curves, "val_acc",
                                                                   {})),
-            (("trials", i, ix.version), _locked(ix, views.trials_table))]
+            (("trials", i, ix.version, "", None, False), _locked(ix, views.trials_table))]
 
 
 def warm(dash: Dashboard) -> None:
@@ -218,7 +218,10 @@ async def seeds(request):
 
 async def trials(request):
     i, ix = request.app["dash"].sweep(request)
-    return await _view(request, ("trials", i, ix.version), _locked(ix, views.trials_table))
+    q, sort = request.query.get("q", "")[:200], request.query.get("sort") or None
+    desc = request.query.get("dir") == "desc"
+    key = ("trials", i, ix.version, q, sort, desc)
+    return await _view(request, key, _locked(ix, views.trials_table, q, sort, desc))
 
 
 async def parcoords(request):

@@ -1,5 +1,8 @@
 """What each part of the page shows, as plain JSON values, from a `SweepIndex` (its trials in
-memory, the curves a view draws read for it).
+memory as Arrow, each view converting the columns it shows; the curves a view draws read for it).
+What a view sends is bounded whatever the store holds: the trials table sends one page of rows
+(`TABLE_ROWS`, filtered and sorted here), the curve bands are drawn from at most
+`BAND_RUNS_MAX` runs, the parallel coordinates from at most `PARCOORDS_RUNS_MAX`.
 
 Counts are counts of rows; every statistic (median and IQR bands, Kaplan-Meier medians) comes
 from the analysis package (`grokray_analysis.curves.curve_bands`, `grokray_analysis.survival`). A
@@ -37,12 +40,21 @@ NOT_SWEPT = {*IDENTITY_COLUMNS, *OUTCOME_COLUMNS, *PROVENANCE_COLUMNS,
              "config_json", "group_order"}
 TABLE_OUTCOME = ["status", "grok_step", "memorize_step", "steps_run", "final_val_acc",
                  "final_train_acc", "wall_s", "run_id"]
-BAND_RUNS_MAX = 20_000
+BAND_RUNS_MAX = 8_000
 """runs (seeds) the curve bands of one view are drawn from, shared equally by the arms (about
-2 * 10^6 curve rows at 100 evals: a view's memory and time stay bounded whatever the store
-holds)"""
+8 * 10^5 curve rows at 100 evals: a view's memory and time stay bounded whatever the store
+holds; 2,000 runs per arm of four put a median's and quartiles' sampling error well under the
+spread they show)"""
 SEED_CURVES_MAX = 40
 """per-seed curves sent for one band (the first by config and seed; the page says how many)"""
+TABLE_ROWS = 500
+"""rows of the trials table sent at once (the first of the filtered, sorted rows)"""
+FILTER_VALUES_MAX = 1000
+"""distinct values of one column offered as a filter"""
+PARCOORDS_RUNS_MAX = 5000
+"""lines of the parallel-coordinates figure (evenly spaced over the runs beyond that)"""
+DURATION = ["steps_run", "steps", "grok_step_lo", "memorize_step"]
+"""the columns beside `index.BASE` that survival times and markers read"""
 
 
 def _json(v):
@@ -93,7 +105,7 @@ def swept(T: pd.DataFrame) -> list[str]:
 
 def overview(ix: SweepIndex) -> dict:
     """Planned / done / failed / pending, grok rate per arm, ETA, run ids, problems."""
-    T = ix.trials
+    T = ix.frame(["started_at", "finished_at"])
     plan = ix.plan or {}
     planned = plan["n_trials"] * len(plan["seeds"]) if plan.get("n_trials") and \
         plan.get("seeds") else None
@@ -118,7 +130,7 @@ def overview(ix: SweepIndex) -> dict:
         "eta_s": _eta(T, pending), "arms": arms,
         "run_ids": sorted(T["run_id"].astype(str).unique().tolist()) if len(T) else [],
         "problems": sorted(ix.problems.values()), "files": ix.n_files,
-        "changed_at": ix.changed_at, "swept": swept(T) if len(T) else [],
+        "changed_at": ix.changed_at, "swept": ix.swept() if len(T) else [],
     }
 
 
@@ -142,6 +154,17 @@ def _filtered(T: pd.DataFrame, where: dict[str, list[str]]) -> pd.DataFrame:
     return T
 
 
+def _selected(ix: SweepIndex, columns: list[str], where: dict[str, list[str]]
+              ) -> pd.DataFrame:
+    """The trials rows `where` keeps, with `columns` (and the filtered ones) converted."""
+    names = {*ix.table.column_names, "arm", "cfg"}
+    missing = [c for c in where if c not in names]
+    if missing:
+        raise AnalysisError(f"no column {missing[0]!r} to filter by; columns are: "
+                            f"{', '.join(sorted(map(str, names)))}")
+    return _filtered(ix.frame([*columns, *where]), where)
+
+
 def _keys(cfg, seed) -> np.ndarray:
     return np.asarray(cfg, np.int64) * (1 << 32) + np.asarray(seed, np.int64)
 
@@ -156,7 +179,7 @@ def _runs_curves(ix: SweepIndex, T: pd.DataFrame, metric: str, filtered: bool
         return pd.DataFrame(columns=["arm", "config_hash", "seed", "step", metric])
     arms = sorted(T["arm"].unique())
     lut = np.full(int(max(C["cfg"].max(), T["cfg"].max())) + 1, -1, np.int32)  # cfg -> arm
-    lut[T["cfg"].to_numpy()] = [arms.index(a) for a in T["arm"]]
+    lut[T["cfg"].to_numpy()] = pd.Categorical(T["arm"], categories=arms).codes
     code = lut[C["cfg"].to_numpy()]
     keep = code >= 0  # runs with a trials row
     if filtered:  # a filter may keep some seeds of a config only
@@ -196,7 +219,7 @@ def curves(ix: SweepIndex, metric: str, where: dict[str, list[str]]) -> dict:
     metrics = metrics_of(ix)
     if metric not in metrics:
         raise AnalysisError(f"no curve column {metric!r}; columns are: {', '.join(metrics)}")
-    T = _filtered(ix.trials, where)
+    T = _selected(ix, DURATION, where)
     drawn = _band_runs(T)
     C = _runs_curves(ix, drawn, metric, bool(where) or len(drawn) < len(T))
     out = {"metric": metric, "metrics": metrics, "version": ix.version, "bands": [],
@@ -204,7 +227,7 @@ def curves(ix: SweepIndex, metric: str, where: dict[str, list[str]]) -> dict:
     if C.empty:
         return out
     res = curve_bands(C, metric=metric)
-    arms_all = sorted(ix.trials["arm"].unique())
+    arms_all = sorted(ix.frame([])["arm"].unique())
     for b in res.bands:
         g = T[T["arm"] == b.arm]
         mem = pd.to_numeric(g.get("memorize_step"), errors="coerce").dropna() \
@@ -232,8 +255,8 @@ def curves(ix: SweepIndex, metric: str, where: dict[str, list[str]]) -> dict:
 def seed_curves(ix: SweepIndex, arm: str, metric: str, where: dict[str, list[str]],
                 limit: int = SEED_CURVES_MAX) -> dict:
     """The own curves of one band's runs (the first `limit` by config and seed)."""
-    require_arms(ix.trials, [arm])
-    T = _filtered(ix.trials, where)
+    require_arms(ix.frame([]), [arm])
+    T = _selected(ix, DURATION, where)
     T = T[T["arm"] == arm].sort_values(["config_hash", "seed"])
     shown = T.head(limit)
     runs = []
@@ -256,23 +279,73 @@ def seed_curves(ix: SweepIndex, arm: str, metric: str, where: dict[str, list[str
             "version": ix.version}
 
 
-def trials_table(ix: SweepIndex) -> dict:
-    """Every row: its short identity, swept values and outcome."""
-    T = ix.trials
-    cols = ["config_hash", "seed", *[c for c in swept(T) if c != "seed"],
-            *[c for c in TABLE_OUTCOME if c in T.columns]]
-    cols = list(dict.fromkeys(c for c in cols if c in T.columns))
-    rows = [[_json(v) for v in row] for row in T[cols].itertuples(index=False, name=None)]
-    return {"columns": cols, "rows": rows, "version": ix.version}
+def trials_table(ix: SweepIndex, q: str = "", sort: str | None = None, desc: bool = False,
+                 limit: int = TABLE_ROWS) -> dict:
+    """The rows holding `q` in some cell (as text, any case), sorted by the column `sort`
+    (missing values last, either way): the first `limit` of them, each with its short
+    identity, swept values and outcome; `n_match` of `n_rows` rows, and the distinct values
+    of each swept column (the page's filters)."""
+    names = set(ix.table.column_names) | {"arm"}
+    cols = ["config_hash", "seed", *[c for c in ix.swept() if c != "seed"],
+            *[c for c in TABLE_OUTCOME if c in names]]
+    cols = list(dict.fromkeys(c for c in cols if c in names))
+    T = ix.frame(cols)
+    n_rows = len(T)
+    if q.strip():
+        T = T[_holding(T[cols], q.strip().lower())]
+    if sort in cols and len(T):
+        try:
+            T = T.sort_values(sort, ascending=not desc, na_position="last", kind="stable")
+        except TypeError:  # cells that do not compare (mixed types): as text
+            T = T.iloc[np.argsort(T[sort].astype(str).to_numpy(), kind="stable")[::(
+                -1 if desc else 1)]]
+    rows = [[_json(v) for v in row]
+            for row in T[cols].head(limit).itertuples(index=False, name=None)]
+    values = {}
+    for c in cols:
+        if c in TABLE_OUTCOME or c == "config_hash":
+            continue
+        u = pd.unique(ix.frame([c])[c].dropna())
+        values[c] = [_json(v) for v in u[:FILTER_VALUES_MAX]]
+    return {"columns": cols, "rows": rows, "n_rows": int(n_rows), "n_match": int(len(T)),
+            "values": values, "version": ix.version}
+
+
+def _holding(T: pd.DataFrame, q: str) -> np.ndarray:
+    """Which rows hold `q` in some cell, written as the page writes it (lower case): each
+    distinct value of a column is formatted once."""
+    hit = np.zeros(len(T), bool)
+    for c in T.columns:
+        codes, uniq = pd.factorize(T[c], use_na_sentinel=True)
+        if not len(uniq):
+            continue
+        text = np.array([q in _text(v) for v in uniq] + [False])  # -1 (missing): no
+        hit |= text[codes]
+    return hit
+
+
+def _text(v) -> str:
+    """A cell as the page prints it (JSON, then JavaScript's String): 3.0 -> '3'."""
+    v = _json(v)
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v).lower()
 
 
 def parcoords(ix: SweepIndex) -> dict:
     """A Plotly parallel-coordinates figure of the swept values and the grok step; lines
-    coloured by log10 grok step, censored runs grey (at the top of the colour scale)."""
-    T = ix.trials
+    coloured by log10 grok step, censored runs grey (at the top of the colour scale); at most
+    `PARCOORDS_RUNS_MAX` lines, evenly spaced over the runs (the title says so)."""
+    axes = ix.swept()
+    T = ix.frame([*axes, *DURATION])
     T = T[T["status"] != "failed"]
+    n_runs = len(T)
+    if n_runs > PARCOORDS_RUNS_MAX:
+        T = T.iloc[np.linspace(0, n_runs - 1, PARCOORDS_RUNS_MAX).round().astype(int)]
     dims = []
-    for c in swept(T) + ["grok_step"]:
+    for c in [a for a in swept(T) if a in axes] + ["grok_step"]:
         v = T[c]
         if c == "grok_step":
             budget = durations(T)["time"] if len(T) else v
@@ -301,7 +374,9 @@ def parcoords(ix: SweepIndex) -> dict:
                               "colorbar": {"title": {"text": "log10 grok step<br>(grey: "
                                                              "censored)"}}}}],
            "layout": {"margin": {"l": 60, "r": 60, "t": 50, "b": 30},
-                      "title": {"text": f"{len(T)} runs: swept values and grok step "
+                      "title": {"text": (f"{len(T)} runs" if len(T) == n_runs else
+                                         f"{len(T)} of {n_runs} runs, evenly spaced")
+                                        + ": swept values and grok step "
                                         f"({int((T['status'] == 'grokked').sum())} grokked, "
                                         f"{int(T['status'].map(censored).sum())} censored)",
                                 "font": {"size": 13}}}}
@@ -312,7 +387,7 @@ def compare(a: SweepIndex, b: SweepIndex) -> dict:
     """Two sweeps side by side: per arm, seeds, grokked, censored and the Kaplan-Meier median
     grok step (with '>' when censored)."""
     def arms(ix: SweepIndex) -> list[dict]:
-        T = ix.trials
+        T = ix.frame(DURATION)
         out = []
         for arm, g in T.groupby("arm", sort=True) if len(T) else []:
             row = {"arm": arm, "seeds": int(len(g)),

@@ -116,7 +116,7 @@ def test_dashboard_in_chromium(browser, tmp_path, sweepdir, dashboard_proc, shot
         assert f"mlp: each seed's val_acc ({n_mlp})" in title
         page.screenshot(path=str(shots / "dashboard-curves.png"), full_page=True)
 
-        # trials: every row, censored rows marked, sortable
+        # trials: every row, censored rows marked, filtered and sorted by the server
         page.click('#tabs button[data-tab="trials"]')
         page.wait_for_selector("#trials-table tbody tr")
         assert page.locator("#trials-count").inner_text() == "78 of 78 rows"
@@ -124,8 +124,18 @@ def test_dashboard_in_chromium(browser, tmp_path, sweepdir, dashboard_proc, shot
             load(out).trials["status"].isin(["not_grokked", "diverged"]).sum())
         page.fill("#trials-filter", "not_grokked")
         n_ng = int((load(out).trials["status"] == "not_grokked").sum())
-        assert page.locator("#trials-count").inner_text() == f"{n_ng} of 78 rows"
+        page.wait_for_function("document.getElementById('trials-count').textContent === "
+                               f"'{n_ng} of 78 rows'", timeout=10_000)
+        assert page.locator("#trials-table tbody tr").count() == n_ng
         page.fill("#trials-filter", "")
+        page.wait_for_function("document.getElementById('trials-count').textContent === "
+                               "'78 of 78 rows'", timeout=10_000)
+        page.click('#trials-table th[data-c="grok_step"]')
+        page.wait_for_selector('#trials-table th[data-c="grok_step"]:has-text("▲")')
+        steps = sorted(load(out).trials["grok_step"].dropna())
+        first = page.locator("#trials-table tbody tr").first.locator("td").nth(
+            page.locator("#trials-table th").all_inner_texts().index("grok_step ▲"))
+        assert float(first.inner_text()) == steps[0]
 
         page.click('#tabs button[data-tab="parcoords"]')
         page.wait_for_selector("#parcoords-plot .main-svg")

@@ -126,3 +126,62 @@ def test_a_band_draws_at_most_its_bound_of_runs(sweep, monkeypatch):
     T = ix.trials
     for b in got["bands"]:  # the markers count every run of the arm
         assert b["grokked"] == int((T[T["arm"] == b["arm"]]["status"] == "grokked").sum())
+
+
+def test_trials_view_sends_one_page_filtered_and_sorted_here(sweep):
+    ix = SweepIndex(sweep, "syn")
+    ix.refresh()
+    T = load(sweep).trials
+    t = views.trials_table(ix)
+    assert t["n_rows"] == t["n_match"] == len(t["rows"]) == 36
+    assert t["columns"][:2] == ["config_hash", "seed"] and "status" in t["columns"]
+    assert sorted(t["values"]["group"]) == sorted(T["group"].unique())
+    assert sorted(t["values"]["arm"]) == sorted(T["arm"].unique())
+    ng = views.trials_table(ix, q="DIVerged")  # any case, any cell
+    assert ng["n_rows"] == 36 and ng["n_match"] == int((T["status"] == "diverged").sum()) > 0
+    assert {r[ng["columns"].index("status")] for r in ng["rows"]} == {"diverged"}
+    h = T["config_hash"].iloc[0]
+    assert views.trials_table(ix, q=h[:10])["n_match"] == int((T["config_hash"] == h).sum())
+    i = t["columns"].index("grok_step")
+    up = views.trials_table(ix, sort="grok_step")
+    down = views.trials_table(ix, sort="grok_step", desc=True)
+    steps = sorted(T["grok_step"].dropna())
+    assert [r[i] for r in up["rows"][:len(steps)]] == steps
+    assert [r[i] for r in down["rows"][:len(steps)]] == steps[::-1]
+    assert all(r[i] is None for r in up["rows"][len(steps):])  # missing last, either way
+    assert all(r[i] is None for r in down["rows"][len(steps):])
+    page = views.trials_table(ix, sort="grok_step", limit=5)
+    assert page["n_match"] == 36 and page["rows"] == up["rows"][:5]
+
+
+def test_swept_in_arrow_equals_swept_of_the_frame(sweep):
+    ix = SweepIndex(sweep, "syn")
+    ix.refresh()
+    assert ix.swept() == views.swept(load(sweep).trials)
+    assert ix.swept()[:2] == ["arm", "group"]
+
+
+def test_frames_hold_the_asked_columns_one_row_per_identity(sweep, sweepdir):
+    ix = SweepIndex(sweep, "syn")
+    ix.refresh()
+    f = ix.frame(["memorize_step"])
+    assert {"config_hash", "seed", "status", "grok_step", "arm", "cfg", "memorize_step"} == \
+        set(f.columns) - {"arch", "run_id"}
+    assert ix.n_rows == len(f) == 36 and f["grok_step"].dtype == float
+    assert f["config_hash"].dtype == object  # strings as analysis reads them
+    sweepdir.write_sweep(sweep, trials=2, seeds=3, evals=20, start=0)  # the same identities
+    ix.refresh()
+    assert ix.n_rows == len(ix.frame([])) == len(load(sweep).trials) == 36
+
+
+def test_parcoords_draws_at_most_its_bound_of_lines(sweep, monkeypatch):
+    ix = SweepIndex(sweep, "syn")
+    ix.refresh()
+    n = int((load(sweep).trials["status"] != "failed").sum())
+    full = views.parcoords(ix)["figure"]
+    assert len(full["data"][0]["dimensions"][0]["values"]) == n
+    assert full["layout"]["title"]["text"].startswith(f"{n} runs:")
+    monkeypatch.setattr(views, "PARCOORDS_RUNS_MAX", 10)
+    few = views.parcoords(ix)["figure"]
+    assert all(len(d["values"]) == 10 for d in few["data"][0]["dimensions"])
+    assert few["layout"]["title"]["text"].startswith(f"10 of {n} runs, evenly spaced:")

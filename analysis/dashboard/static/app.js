@@ -59,7 +59,13 @@ function overviewCard(o) {
       <td data-k="eta">${o.pending_rows ? duration(o.eta_s) : "done"}</td></tr></table>
     <table class="grid arms"><tr><th>arm</th><th>seeds</th><th>grokked</th><th>censored</th>
       <th>failed</th><th>grok rate</th></tr>${arms}</table>
-    <div class="path">runs: ${o.run_ids.map(esc).join(", ") || "–"}</div>${problems}</div>`;
+    <div class="path">runs: ${runsText(o.run_ids)}</div>${problems}</div>`;
+}
+
+// a few run ids one by one, more counted (`grokray status` says the same)
+function runsText(ids) {
+  if (ids.length <= 4) return ids.map(esc).join(", ") || "–";
+  return `${ids.length} (first ${esc(ids[0])}, last ${esc(ids[ids.length - 1])})`;
 }
 
 async function drawOverview() {
@@ -69,11 +75,19 @@ async function drawOverview() {
 
 // ------------------------------------------------------------------ curves
 
+// the trials view: one page of rows (filtered and sorted by the server) and each swept
+// column's values (the curve filters)
+const trialsKey = () => JSON.stringify([S.sweep, S.versions[S.sweep],
+  $("trials-filter").value.trim(), S.sort]);
+
 async function ensureTrials() {
-  const v = S.versions[S.sweep];
-  if (!S.trials || S.trials.sweep !== S.sweep || S.trials.version !== v) {
-    const t = await get("trials", { sweep: S.sweep });
-    S.trials = { ...t, sweep: S.sweep };
+  const q = $("trials-filter").value.trim();
+  const key = trialsKey();
+  if (!S.trials || S.trials.key !== key) {
+    const params = { sweep: S.sweep, q };
+    if (S.sort) { params.sort = S.sort[0]; params.dir = S.sort[1] > 0 ? "asc" : "desc"; }
+    const t = await get("trials", params);
+    S.trials = { ...t, key };
   }
   return S.trials;
 }
@@ -82,9 +96,8 @@ function drawFilters(t) {
   const keep = ["group", "arm", "seed", ...t.columns.filter((c) => !["config_hash", "seed",
     "group", "arm", "status", "grok_step", "memorize_step", "steps_run", "final_val_acc",
     "final_train_acc", "wall_s", "run_id"].includes(c))];
-  const html = keep.filter((c) => t.columns.includes(c)).map((c) => {
-    const i = t.columns.indexOf(c);
-    const vals = [...new Set(t.rows.map((r) => String(r[i])))].sort((a, b) =>
+  const html = keep.filter((c) => t.values[c]).map((c) => {
+    const vals = [...new Set(t.values[c].map((x) => String(x)))].sort((a, b) =>
       (isNaN(a) || isNaN(b)) ? a.localeCompare(b) : a - b);
     const sel = S.where[c] || [];
     return `<label>${esc(c)} <select multiple data-col="${esc(c)}">${vals.map((v) =>
@@ -189,34 +202,24 @@ async function drawSeeds(arm) {
 
 function statusClass(s) { return s === "grokked" ? "grokked" : s === "failed" ? "failed" : "censored"; }
 
-function drawTrialsTable() {
-  const t = S.trials;
-  const f = $("trials-filter").value.trim().toLowerCase();
-  let rows = f ? t.rows.filter((r) => r.some((v) => String(v ?? "").toLowerCase().includes(f))) : t.rows;
-  if (S.sort) {
-    const [i, dir] = S.sort;
-    rows = [...rows].sort((a, b) => {
-      const x = a[i], y = b[i];
-      if (x === y) return 0;
-      if (x === null) return 1;
-      if (y === null) return -1;
-      return (typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y))) * dir;
-    });
-  }
+async function drawTrialsTable() {
+  const t = await ensureTrials();
+  if (t.key !== trialsKey()) return; // a newer filter or sort was asked meanwhile
+  const rows = t.rows;
   const si = t.columns.indexOf("status");
-  const head = `<thead><tr>${t.columns.map((c, i) => `<th data-i="${i}">${esc(c)}${S.sort && S.sort[0] === i ? (S.sort[1] > 0 ? " ▲" : " ▼") : ""}</th>`).join("")}</tr></thead>`;
-  const limit = 500;
-  const body = rows.slice(0, limit).map((r) => `<tr class="${r[si] === "grokked" ? "" : statusClass(r[si])}">${
+  const sorted = S.sort ? t.columns.indexOf(S.sort[0]) : -1;
+  const head = `<thead><tr>${t.columns.map((c, i) => `<th data-c="${esc(c)}">${esc(c)}${i === sorted ? (S.sort[1] > 0 ? " ▲" : " ▼") : ""}</th>`).join("")}</tr></thead>`;
+  const body = rows.map((r) => `<tr class="${r[si] === "grokked" ? "" : statusClass(r[si])}">${
     r.map((v, i) => i === si ? `<td><span class="badge ${statusClass(v)}">${esc(v)}</span></td>` :
       `<td>${esc(i === 0 ? String(v).slice(0, 12) : num(v))}</td>`).join("")}</tr>`).join("");
   $("trials-table").innerHTML = head + `<tbody>${body}</tbody>`;
-  $("trials-count").textContent = `${rows.length} of ${t.rows.length} rows` + (rows.length > limit ? ` (first ${limit} shown)` : "");
+  $("trials-count").textContent = `${t.n_match} of ${t.n_rows} rows` + (t.n_match > rows.length ? ` (first ${rows.length} shown)` : "");
   for (const th of $("trials-table").querySelectorAll("th")) {
-    th.onclick = () => { const i = +th.dataset.i; S.sort = [i, S.sort && S.sort[0] === i ? -S.sort[1] : 1]; drawTrialsTable(); };
+    th.onclick = () => { const c = th.dataset.c; S.sort = [c, S.sort && S.sort[0] === c ? -S.sort[1] : 1]; drawTrialsTable().catch(report); };
   }
 }
 
-async function drawTrials() { await ensureTrials(); drawTrialsTable(); }
+async function drawTrials() { await drawTrialsTable(); }
 
 // ------------------------------------------------------------------ parcoords, analysis, compare
 
@@ -322,7 +325,7 @@ window.addEventListener("DOMContentLoaded", () => {
   $("metric").onchange = () => { S.metric = $("metric").value; drawCurves().catch(report); };
   $("xscale").onchange = () => drawCurves().catch(report);
   $("clear-filters").onclick = () => { S.where = {}; $("filters").innerHTML = ""; drawCurves().catch(report); };
-  $("trials-filter").oninput = () => drawTrialsTable();
+  $("trials-filter").oninput = () => drawTrialsTable().catch(report);
   $("cmp-a").onchange = $("cmp-b").onchange = () => drawCompare().catch(report);
   const hash = location.hash.slice(1);
   if (DRAW[hash]) S.tab = hash;
