@@ -1,5 +1,6 @@
 """The sweep service for its tests: in this process on a thread (`in_thread`, real HTTP on a
-loopback port), or as a `grokray serve` process (`Process`, to be SIGKILLed)."""
+loopback port), or as a `grokray serve` process (`Process`, to be SIGKILLed); the spec texts its
+tests submit (`queue_spec`, `local_spec`, `ray_spec`); and `wait_for`, a wait on a state."""
 
 from __future__ import annotations
 
@@ -19,6 +20,64 @@ from collections.abc import Iterator
 
 from grokray.service.api import Settings, make_app
 from grokray.service.state import State
+
+QUEUE_SPEC = """name: {name}
+out: results
+config: {{group: Z5, arch: mlp, train_frac: 0.5, device: cpu}}
+axes: {{optim.lr: [0.001, 0.002]}}
+seeds: 2
+steps: 40
+eval_every: 20
+resources: {{cpu: 1, gpu: 0}}
+"""
+
+LOCAL_SPEC = """\
+name: {name}
+out: {out}
+config: {{group: Z5, op: add, eval_every: 10, dtype: float64, device: cpu,
+          model: {{hidden: 8, d: 4}}}}
+axes:
+  optim.weight_decay: {wds}
+seeds: {seeds}
+steps: {steps}
+resources: {{cpu: 1}}
+"""
+
+RAY_SPEC = """\
+name: {name}
+out: {out}
+config: {{group: Z23, op: add, eval_every: 100, dtype: float64, device: cpu,
+          checkpoint_every: {ck}, model: {{hidden: 32, d: 16}}}}
+axes:
+  optim.weight_decay: {wds}
+seeds: 1
+steps: {steps}
+resources: {{cpu: 1}}
+retries: 1
+"""
+
+RAY_WAIT_S = 1500.0
+"""the longest a test waits for a state of sweeps the service runs on Ray (a loaded 2-core
+machine)"""
+
+
+def queue_spec(name: str = "tiny") -> str:
+    """A spec the queue tests submit (nothing trains it): two learning rates x two seeds of a
+    small MLP on Z5, 40 steps."""
+    return QUEUE_SPEC.format(name=name)
+
+
+def local_spec(name: str, out: object, wds=(0.5, 1.0), seeds: int = 1, steps: int = 20) -> str:
+    """A spec that trains in seconds in this process (`grokray sweep --local`): weight decays
+    `wds` of a tiny float64 MLP on Z5 addition, writing into `out`."""
+    return LOCAL_SPEC.format(name=name, out=out, wds=list(wds), seeds=seeds, steps=steps)
+
+
+def ray_spec(name: str, wds, steps: int, ck: float = 0, out: object = "unused") -> str:
+    """A spec the service's runner trains on Ray: weight decays `wds` of a float64 MLP on Z23
+    addition, one seed, a checkpoint every `ck` s (0: none), writing into `out` (the text
+    submitted to the service leaves it "unused": the service sets a sweep's dir)."""
+    return RAY_SPEC.format(name=name, out=out, wds=list(wds), steps=steps, ck=ck)
 
 
 @contextlib.contextmanager
@@ -115,7 +174,7 @@ class Process:
                 self.kill()
 
 
-def wait_for(what: str, cond, timeout: float) -> None:  # noqa: ANN001 - a callable
+def wait_for(what: str, cond, timeout: float = RAY_WAIT_S) -> None:  # noqa: ANN001 - a callable
     """Poll `cond()` until it holds (AssertionError naming `what` after `timeout` s): a test
     waits on a state the service exposes (a sweep's state, an event, a file), not on a time."""
     end = time.monotonic() + timeout

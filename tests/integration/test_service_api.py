@@ -15,17 +15,9 @@ from grokray.errors import GrokrayError, SpecError
 from grokray.service.api import OPENAPI, ROUTES, Settings
 from grokray.service.client import Client
 from grokray.sweep.spec import load_spec
-from tests.helpers.service import call, in_thread
+from tests.helpers.service import call, in_thread, queue_spec
 
-SPEC = """name: tiny
-out: results
-config: {group: Z5, arch: mlp, train_frac: 0.5, device: cpu}
-axes: {optim.lr: [0.001, 0.002]}
-seeds: 2
-steps: 40
-eval_every: 20
-resources: {cpu: 1, gpu: 0}
-"""
+SPEC = queue_spec("tiny")
 
 
 @pytest.fixture(scope="module")

@@ -16,25 +16,11 @@ import sys
 
 import pytest
 
-from tests.helpers.service import wait_for
+from tests.helpers.service import ray_spec, wait_for
 
 ray = pytest.importorskip("ray")
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.timeout(1800)]
-
-SPEC = """\
-name: {name}
-out: unused
-config: {{group: Z23, op: add, eval_every: 100, dtype: float64, device: cpu,
-          checkpoint_every: 0.5, model: {{hidden: 32, d: 16}}}}
-axes:
-  optim.weight_decay: {wds}
-seeds: 1
-steps: {steps}
-resources: {{cpu: 1}}
-retries: 1
-"""
-WAIT_S = 1200.0
 
 
 def _alive(pid: int) -> bool:
@@ -44,10 +30,6 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as f:
         return f.read().split(")")[-1].split()[0] != "Z"
-
-
-def _wait(what, cond, timeout=WAIT_S):
-    wait_for(what, cond, timeout)
 
 
 def test_sigkill_of_the_service_mid_run_loses_and_duplicates_nothing(tmp_path):
@@ -74,18 +56,18 @@ def test_sigkill_of_the_service_mid_run_loses_and_duplicates_nothing(tmp_path):
                               cluster.address, "--work", str(work)],
                              stdout=open(out, "w"), stderr=log)
         procs.append(p)
-        _wait("grokray serve listening", lambda: p.poll() is not None or
-              re.search(r"listening on http://", out.read_text()), 300)
+        wait_for("grokray serve listening", lambda: p.poll() is not None or
+                 re.search(r"listening on http://", out.read_text()), 300)
         assert p.poll() is None, out.read_text()
         return p
 
     def submit(name, wds, steps):
-        text = SPEC.format(name=name, wds=list(wds), steps=steps)
+        text = ray_spec(name, wds, steps, ck=0.5)
         d = store / "alice" / name / name
         sv, _ = st.submit(alice, name=name, spec_text=text, spec_source=name,
                           sweep_dir=str(d), trials_total=len(wds), seed_runs_total=len(wds))
         p = tmp_path / f"{name}.yaml"
-        p.write_text(text.replace("out: unused", f"out: {d.parent}"))
+        p.write_text(ray_spec(name, wds, steps, ck=0.5, out=d.parent))
         return sv, load_spec(str(p))
 
     def drivers(sv) -> list[int]:
@@ -99,26 +81,27 @@ def test_sigkill_of_the_service_mid_run_loses_and_duplicates_nothing(tmp_path):
         first = serve()
         s1, spec1 = submit("survives", [0.3], 9000)
         s2, spec2 = submit("resumes", [0.6], 9000)
-        _wait("the first sweep's checkpoint", lambda: st.get(s1.id).state == "running"
-              and checkpointed(spec1))
+        wait_for("the first sweep's checkpoint", lambda: st.get(s1.id).state == "running"
+                 and checkpointed(spec1))
         (pid1,) = drivers(s1)
         first.send_signal(signal.SIGKILL)
         first.wait(30)
         assert _alive(pid1), "the sweep's driver died with the service"
         assert st.get(s1.id).state == "running" and st.get(s2.id).state == "queued"
         second = serve()
-        _wait("the first sweep adopted", lambda: "adopted" in [e.kind for e in st.events(s1.id)])
-        _wait("the second sweep's checkpoint", lambda: st.get(s2.id).state == "running"
-              and checkpointed(spec2))
+        wait_for("the first sweep adopted",
+                 lambda: "adopted" in [e.kind for e in st.events(s1.id)])
+        wait_for("the second sweep's checkpoint", lambda: st.get(s2.id).state == "running"
+                 and checkpointed(spec2))
         (pid2,) = drivers(s2)
         # the service and this sweep's driver die together (a lost machine)
         second.send_signal(signal.SIGKILL)
         second.wait(30)
         os.killpg(pid2, signal.SIGKILL)
-        _wait("the killed driver gone", lambda: not _alive(pid2), 60)
+        wait_for("the killed driver gone", lambda: not _alive(pid2), 60)
         serve()
-        _wait("both sweeps done", lambda: all(st.get(s.id).state in ("done", "failed")
-                                              for s in (s1, s2)))
+        wait_for("both sweeps done", lambda: all(st.get(s.id).state in ("done", "failed")
+                                                 for s in (s1, s2)))
     finally:
         for p in procs:
             if p.poll() is None:

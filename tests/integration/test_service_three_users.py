@@ -16,31 +16,11 @@ import threading
 import pandas as pd
 import pytest
 
-from tests.helpers.service import wait_for
+from tests.helpers.service import ray_spec, wait_for
 
 ray = pytest.importorskip("ray")
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.timeout(1800)]
-
-SPEC = """\
-name: {name}
-out: unused
-config: {{group: Z23, op: add, eval_every: 100, dtype: float64, device: cpu,
-          checkpoint_every: {ck}, model: {{hidden: 32, d: 16}}}}
-axes:
-  optim.weight_decay: {wds}
-seeds: 1
-steps: {steps}
-resources: {{cpu: 1}}
-retries: 1
-"""
-WAIT_S = 1500.0
-"""the longest the test waits for a state (a loaded 2-core machine)"""
-
-
-
-def _wait(what, cond, timeout=WAIT_S):
-    wait_for(what, cond, timeout)
 
 
 def test_three_users_priorities_preemption_fair_share_reuse(tmp_path):
@@ -64,9 +44,9 @@ def test_three_users_priorities_preemption_fair_share_reuse(tmp_path):
     store = tmp_path / "store"
 
     def submit(user, name, wds, priority, steps=1500, ck=0):
-        text = SPEC.format(name=name, wds=list(wds), steps=steps, ck=ck)
+        text = ray_spec(name, wds, steps, ck)
         p = tmp_path / f"{name}.yaml"
-        p.write_text(text.replace("out: unused", f"out: {store / user.name}"))
+        p.write_text(ray_spec(name, wds, steps, ck, out=store / user.name))
         spec = load_spec(str(p))
         cost = estimate_plan(make_plan(spec, build=False))
         sv, _ = st.submit(user, name=name, spec_text=text, spec_source=str(p),
@@ -93,7 +73,7 @@ def test_three_users_priorities_preemption_fair_share_reuse(tmp_path):
         low, low_spec = submit(alice, "low", [0.8], 0, steps=6000, ck=0.5)
         low_hash = low_spec.trials()[0].config_hash()
         # the low sweep's trial is training: it has a checkpoint in storage
-        _wait("the low sweep's first checkpoint", lambda: errors or (
+        wait_for("the low sweep's first checkpoint", lambda: errors or (
             st.get(low.id).state == "running" and Files(low_spec.sweep_dir).state_steps(low_hash)))
         assert not errors, errors
         high, high_spec = submit(alice, "high", [0.1], 2)
@@ -103,7 +83,7 @@ def test_three_users_priorities_preemption_fair_share_reuse(tmp_path):
         c2 = submit(carol, "c2", [0.5, 0.7], 1)
         sweeps = {"low": (low, low_spec), "high": (high, high_spec), "b1": b1, "b2": b2,
                   "c1": c1, "c2": c2}
-        _wait("every sweep done", lambda: errors or all(
+        wait_for("every sweep done", lambda: errors or all(
             st.get(sv.id).state in ("done", "failed", "cancelled") for sv, _ in sweeps.values()))
         assert not errors, errors
     finally:
@@ -153,8 +133,7 @@ def test_three_users_priorities_preemption_fair_share_reuse(tmp_path):
     rows = grokray.load(low_spec.sweep_dir)
     assert int(rows.trials["checkpoint_step"].iloc[0]) > 0
     ref_path = tmp_path / "ref.yaml"
-    ref_path.write_text(SPEC.format(name="ref", wds=[0.8], steps=6000, ck=0)
-                        .replace("out: unused", f"out: {tmp_path / 'ref'}"))
+    ref_path.write_text(ray_spec("ref", [0.8], 6000, out=tmp_path / "ref"))
     assert cli(["sweep", str(ref_path), "--local", "--plain", "--no-summary"]) == 0
     ref = grokray.load(str(tmp_path / "ref" / "ref"))
     cols = ["final_train_acc", "final_val_acc", "final_train_loss", "final_val_loss"]

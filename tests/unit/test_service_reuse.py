@@ -14,25 +14,14 @@ from grokray.cli import main as cli
 from grokray.schema import TRAINING_SEMANTICS
 from grokray.service import reuse
 from grokray.service.state import State
-
-SPEC = """\
-name: {name}
-out: {out}
-config: {{group: Z5, op: add, eval_every: 10, dtype: float64, device: cpu,
-          model: {{hidden: 8, d: 4}}}}
-axes:
-  optim.weight_decay: {wds}
-seeds: 2
-steps: 30
-resources: {{cpu: 1}}
-"""
+from tests.helpers.service import local_spec
 
 
 def _sweep(tmp_path, name, wds):
     from grokray.sweep.spec import load_spec
 
     p = tmp_path / f"{name}.yaml"
-    p.write_text(SPEC.format(name=name, out=tmp_path / "store", wds=list(wds)))
+    p.write_text(local_spec(name, tmp_path / "store", wds, seeds=2, steps=30))
     return str(p), load_spec(str(p))
 
 

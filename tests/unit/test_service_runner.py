@@ -16,18 +16,7 @@ from grokray.service import reuse
 from grokray.service.runner import Runner
 from grokray.service.scheduler import Resources
 from grokray.service.state import State
-
-SPEC = """\
-name: {name}
-out: {out}
-config: {{group: Z5, op: add, eval_every: 10, dtype: float64, device: cpu,
-          model: {{hidden: 8, d: 4}}}}
-axes:
-  optim.weight_decay: [0.5, 1.0]
-seeds: 1
-steps: 20
-resources: {{cpu: 1}}
-"""
+from tests.helpers.service import local_spec
 
 
 def _runner(tmp_path):
@@ -37,7 +26,7 @@ def _runner(tmp_path):
 
 
 def _submit(st, user, tmp_path, name="s"):
-    text = SPEC.format(name=name, out="unused")
+    text = local_spec(name, "unused")
     sv, _ = st.submit(user, name=name, spec_text=text, spec_source=name,
                       sweep_dir=str(tmp_path / "store" / user.name / name),
                       trials_total=2, seed_runs_total=2)
@@ -107,7 +96,7 @@ def test_a_sweep_whose_rows_all_exist_elsewhere_ends_without_training(tmp_path):
     alice, _ = st.add_user("alice")
     bob, _ = st.add_user("bob")
     first = tmp_path / "first.yaml"
-    first.write_text(SPEC.format(name="first", out=tmp_path / "store" / "alice"))
+    first.write_text(local_spec("first", tmp_path / "store" / "alice"))
     assert cli(["sweep", str(first), "--local", "--plain", "--no-summary"]) == 0
     src = str(tmp_path / "store" / "alice" / "first")
     reuse.index_dir(st, src, sweep_id=None, owner_id=alice.id)
