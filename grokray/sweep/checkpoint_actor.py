@@ -192,10 +192,13 @@ class RayChannel(Channel):
         import ray
 
         items = ray.get(self.box.take.remote())
+        written = []
         with self.lock:
             for sweep, h, step, delta, state in items:
                 if sweep == self.sweep and h not in self.landed and self.files is not None:
                     self.files.write(h, step, delta, state)
+                    written.append((h, step))
+        self._tell_stored(written)
         return len(items)
 
     def land(self, config_hash: str) -> None:
@@ -217,8 +220,7 @@ class RayChannel(Channel):
                 self.pump()  # what came in since the last round
             except Exception:  # noqa: BLE001 - Ray is gone
                 pass
-        self._tidy()
-        self.files = None
+        super().close()
 
     def request(self) -> int:
         import ray

@@ -22,7 +22,8 @@ At the start of a run, the driver reads the newest checkpoint of every config st
 that cannot be used (damaged, another format version, another config_hash, a broken chain) is
 removed, with one line, and its trial starts at step 0. Within a run the channel holds each
 trial's newest chain in memory, so a trial whose worker was lost is restored from it when the retry
-policy runs it again.
+policy runs it again. Each checkpoint the channel writes to storage is told to its `stored` hook
+(the sweep driver's CheckpointStored event, grokray.sweep.events).
 """
 
 from __future__ import annotations
@@ -183,6 +184,7 @@ def repair(sweep_dir: str, done: set[tuple[str, int]] | None = None) -> dict[str
 
 
 Say = Callable[[str], None]
+Stored = Callable[[str, int], None]
 
 
 def _stderr(line: str) -> None:
@@ -208,6 +210,10 @@ class Channel:
         self.asking = 0
         """the generation of the driver's last request"""
         self.answered = 0
+        self.stored: Stored | None = None
+        """called with (config_hash, step) once a trial's checkpoint is written to storage, on
+        the thread that wrote it (the trial's, the pump's, or a stop's), after the channel's
+        lock is released; `close` unsets it (grokray.sweep.writer.run_plan sets it for a run)"""
 
     # -- the sweep's lifetime (the driver)
 
@@ -269,6 +275,15 @@ class Channel:
         """Stop serving the sweep (what was handed over is written)."""
         self._tidy()
         self.files = None
+        self.stored = None
+
+    def _tell_stored(self, written: list[tuple[str, int]]) -> None:
+        """`stored` each (config_hash, step) written; called outside the lock (the hook runs the
+        driver's subscribers)."""
+        hook = self.stored
+        if hook is not None:
+            for h, step in written:
+                hook(h, step)
 
     def _tidy(self) -> None:
         """Remove checkpoints/ when no trial has one left."""
@@ -292,6 +307,7 @@ class Channel:
             self.memory.put(config_hash, step, delta, state)
             self.files.write(config_hash, step, delta, state)
             self.answered = self.asking
+        self._tell_stored([(config_hash, step)])
 
     def asked(self) -> bool:
         return self.answered < self.asking

@@ -32,6 +32,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from grokray.sweep.events import (
+    CheckpointStored,
     Notice,
     Subscriber,
     SweepEnded,
@@ -111,8 +112,8 @@ class GracefulStop(Interrupted):
 
 
 class _Sink:
-    """The writer's display: fans TrialStarted / TrialWritten out to the subscribers and keeps
-    the trials started and not yet written."""
+    """The writer's display: fans TrialStarted / TrialWritten / CheckpointStored out to the
+    subscribers and keeps the trials started and not yet written."""
 
     def __init__(self, emit: Callable[[SweepEvent], None]):
         self.emit = emit
@@ -125,6 +126,9 @@ class _Sink:
     def finished(self, outcome: Outcome, result: TrialResult) -> None:
         self.running.pop(outcome.config.config_hash(), None)
         self.emit(TrialWritten(outcome, result))
+
+    def checkpoint_stored(self, config_hash: str, step: int) -> None:
+        self.emit(CheckpointStored(config_hash, step))
 
 
 class SweepDriver:

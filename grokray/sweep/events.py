@@ -3,14 +3,20 @@
     SweepStarted    the plan is made (under the sweep's writer lock), before any trial runs
     TrialStarted    a trial was handed to an executor (a retry starts it again)
     TrialWritten    a trial's rows are on disk (`outcome.error` set: its rows say failed)
+    CheckpointStored  a trial's checkpoint is in the sweep dir's storage (the driver-side store,
+                    grokray.sweep.checkpoint_store, wrote it): a trial cut short after it is
+                    restored from it (or from a newer one)
     Notice          a line for the user: the lock's take-over, a scheduling round, a stop's
                     checkpoint request (`err`: it belongs on stderr)
     SweepEnded      the run is over: the `SweepOutcome` the driver returns (defined here)
 
 Events are plain frozen dataclasses; a subscriber is any callable taking one. They arrive on
-the driver's thread, on the writer's thread (TrialWritten) or, for a graceful stop's Notice, on
-the thread that asked for the stop: a subscriber must not block, and must be thread-safe where
-it keeps state (the driver serialises TrialStarted and TrialWritten with one lock).
+the driver's thread, on the writer's thread (TrialWritten), on the thread that writes a
+checkpoint (CheckpointStored: the driver's in process, the checkpoint pump's on Ray) or, for a
+graceful stop's Notice and the checkpoints it asked for, on the thread that asked for the stop
+(the main thread's signal handler for SIGTERM): a subscriber must not block, and must be
+thread-safe where it keeps state (the driver serialises TrialStarted and TrialWritten with one
+lock; CheckpointStored comes outside it).
 """
 
 from __future__ import annotations
@@ -43,6 +49,14 @@ class TrialWritten:
     outcome: Outcome
     result: TrialResult
     """the rows written (for a failed or lost trial: the failed result the writer made)"""
+
+
+@dataclass(frozen=True)
+class CheckpointStored:
+    config_hash: str
+    """the trial's identity (its config's `config_hash()`; each config of a pack has its own)"""
+    step: int
+    """the step the checkpoint was taken at (the top of that step: its update not yet taken)"""
 
 
 @dataclass(frozen=True)
@@ -87,5 +101,5 @@ class SweepEnded:
     outcome: SweepOutcome
 
 
-SweepEvent = SweepStarted | TrialStarted | TrialWritten | Notice | SweepEnded
+SweepEvent = SweepStarted | TrialStarted | TrialWritten | CheckpointStored | Notice | SweepEnded
 Subscriber = Callable[[SweepEvent], None]

@@ -63,6 +63,15 @@ class Writer:
         not for a trial lost to its worker or node on every try, `Outcome.lost`: a rerun of
         the failed restores it)"""
 
+    def checkpoint_stored(self, config_hash: str, step: int) -> None:
+        """A trial's checkpoint at `step` is in storage (the checkpoint channel's `stored`
+        hook): tell the display, when it listens (`display.checkpoint_stored`). Not under the
+        display lock: a graceful stop's request writes checkpoints from a signal handler, which
+        may have interrupted this very thread inside it."""
+        tell = getattr(self.display, "checkpoint_stored", None)
+        if tell is not None:
+            tell(config_hash, step)
+
     def started(self, config: TrialConfig) -> None:
         if self.display is not None:
             with self._lock:
@@ -142,6 +151,7 @@ def run_plan(plan: Plan, backend: Executor, display: Any | None = None,
     writer = writer or Writer(plan, display)
     channel = serve(backend, spec.sweep_dir, plan.todo if spec.search is None else [])
     writer.landed = channel.land
+    channel.stored = writer.checkpoint_stored
     try:
         if spec.search is not None and plan.n_search_new:
             backend.run_search(SearchRun(spec.search, spec.base, plan.prior, plan.n_search_new),

@@ -76,6 +76,43 @@ def test_a_run_tells_its_events_and_ends_done(tmp_path):
     assert [type(e) for e in again] == [ev.SweepStarted, ev.SweepEnded]
 
 
+def test_each_checkpoint_the_store_writes_is_told_with_its_trial_and_step(tmp_path):
+    """CheckpointStored(config_hash, step) for every checkpoint of every trial, in order, as
+    the driver-side store writes it (storage's newest state is at that step when the event
+    comes), between the trial's TrialStarted and its TrialWritten; a trial checkpointing every
+    1e-9 s of training takes one at the top of each of its 12 steps. The rows landed: the
+    checkpoints are gone."""
+    from grokray.sweep.checkpoint_store import Files
+
+    text = SPEC.format(out=tmp_path / "out", steps=12).replace(
+        "  device: cpu\n", "  device: cpu\n  checkpoint_every: 1.0e-9\n")
+    spec = parse_spec(text, "drv.yaml")
+    files = Files(spec.sweep_dir)
+    got: list = []
+
+    def on(event):
+        if isinstance(event, ev.CheckpointStored):
+            got.append((event, files.state_steps(event.config_hash)))
+        elif isinstance(event, (ev.TrialStarted, ev.TrialWritten)):
+            cfg = event.config if isinstance(event, ev.TrialStarted) else event.outcome.config
+            got.append((type(event).__name__, cfg.config_hash()))
+
+    driver = SweepDriver(spec)
+    driver.subscribe(on)
+    out = driver.run()
+    assert (out.state, out.failed) == ("done", 0)
+    hashes = [c.config_hash() for c in out.plan.todo]
+    stored = [(e.config_hash, e.step) for e, _ in got if isinstance(e, ev.CheckpointStored)]
+    assert stored == [(h, step) for h in hashes for step in range(12)]
+    assert all(steps == [e.step] for e, steps in got if isinstance(e, ev.CheckpointStored))
+    for h in hashes:
+        at = [i for i, (e, x) in enumerate(got)
+              if (isinstance(e, ev.CheckpointStored) and e.config_hash == h) or x == h]
+        assert got[at[0]] == ("TrialStarted", h) and got[at[-1]] == ("TrialWritten", h)
+        assert len(at) == 12 + 2
+    assert files.hashes() == []
+
+
 def test_unsubscribe(tmp_path):
     driver = SweepDriver(_spec(tmp_path))
     got: list = []
