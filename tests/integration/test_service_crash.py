@@ -55,13 +55,14 @@ def _order(client: Client) -> list[tuple[int, str]]:
     return [(s["id"], s["state"]) for s in client.queue()]
 
 
-def test_sigkill_loses_nothing_and_duplicates_nothing(database, tmp_path):
+def test_sigkill_loses_nothing_and_duplicates_nothing(database, tmp_path, request):
     db, pg = database
     st = State.open(db)
     tokens = [st.add_user(f"user{i}")[1] for i in range(CLIENTS)]
     admin = st.add_user("admin", admin=True)[1]
     st.close()
     service = Process(db, str(tmp_path / "store"), str(tmp_path / "serve.log"))
+    request.addfinalizer(service.stop)  # a failing test leaves no service behind
     url = service.start()
     acked: dict[str, int] = {}  # idempotency key -> the id the service answered
     sent: list[str] = []
