@@ -166,12 +166,19 @@ class Process:
             self.proc.wait(30)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        if self.proc is not None:
+            terminate(self.proc, 30)
+
+
+def terminate(proc: subprocess.Popen, wait_s: float) -> None:
+    """SIGTERM (a graceful stop), then SIGKILL when `proc` has not ended in `wait_s` s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
 
 
 def wait_for(what: str, cond, timeout: float = RAY_WAIT_S) -> None:  # noqa: ANN001 - a callable

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from tests.helpers.service import ray_spec, wait_for
+from tests.helpers.service import ray_spec, terminate, wait_for
 
 ray = pytest.importorskip("ray")
 
@@ -104,12 +104,7 @@ def test_sigkill_of_the_service_mid_run_loses_and_duplicates_nothing(tmp_path):
                                                  for s in (s1, s2)))
     finally:
         for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(60)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            terminate(p, 60)
         cluster.shutdown()
         log.close()
     for sv, spec in ((s1, spec1), (s2, spec2)):
