@@ -6,7 +6,8 @@
 - checkpoints: a trial cut short in-process (a hook that checkpoints and dies at a step).
 - sweeps: a tiny spec on disk, synthetic trial functions, the Ray fixtures (`ray_session`,
   `cluster`), a Recorder sink, reading a sweep's rows and comparing them with an uncut run,
-  the checkpoint channel's running trials, and a helper thread whose errors reach the test.
+  the checkpoint channel's running trials, the checkpoints the driver-side store wrote
+  (`StoredCheckpoints`), and a helper thread whose errors reach the test.
 - rendezvous: a Ray actor that holds trials until they run on `n` nodes (imports ray).
 - toy_groups: hand-made groups with textbook character tables, for the metric tests.
 - service, postgres: the sweep service on a thread or as a `grokray serve` process, and a

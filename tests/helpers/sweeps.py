@@ -1,8 +1,8 @@
 """Shared bits of the sweep tests: a tiny spec, synthetic trial functions, the Ray fixtures, a
-Recorder sink, a sweep's rows against an uncut run, the checkpoint channel's running trials and
-a helper thread whose exception reaches the test. A test module imports what it uses
-(`from tests.helpers import sweeps`; a fixture by name: `from tests.helpers.sweeps import
-ray_session`)."""
+Recorder sink, a sweep's rows against an uncut run, the checkpoint channel's running trials, the
+checkpoints the driver-side store wrote (`StoredCheckpoints`) and a helper thread whose
+exception reaches the test. A test module imports what it uses (`from tests.helpers import
+sweeps`; a fixture by name: `from tests.helpers.sweeps import ray_session`)."""
 
 from __future__ import annotations
 
@@ -170,6 +170,36 @@ def checkpoint_steps(sweep_dir: str, config_hash: str) -> list[int]:
     from grokray.sweep.checkpoint_store import Files
 
     return Files(sweep_dir).state_steps(config_hash)
+
+
+class StoredCheckpoints:
+    """A display for `run_plan` that keeps, per trial, the step of the checkpoint the
+    driver-side store wrote last (its `stored` hook, through the writer: what the sweep
+    driver sends as CheckpointStored), which is the newest in storage; `wait` waits for it."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, int] = {}
+        self._cond = threading.Condition()
+
+    def started(self, config) -> None:  # noqa: D102 - the writer's display
+        pass
+
+    def finished(self, outcome, result) -> None:  # noqa: D102
+        pass
+
+    def checkpoint_stored(self, config_hash: str, step: int) -> None:  # noqa: D102
+        with self._cond:
+            self.steps[config_hash] = step
+            self._cond.notify_all()
+
+    def wait(self, want: dict[str, int], timeout: float) -> dict[str, int] | None:
+        """The stored step of each trial of `want` once each is at least its `want`; None when
+        `timeout` s pass first."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: all(self.steps.get(h, -1) >= s
+                                                   for h, s in want.items()), timeout):
+                return None
+            return {h: self.steps[h] for h in want}
 
 
 def running_trials() -> list:

@@ -65,17 +65,18 @@ def _live(pid: int) -> bool:
     return True
 
 
-def _freeze_after_checkpoint(sweep_dir: str, hashes: list[str], after: dict[str, int],
-                             skip: set[int], stop: threading.Event,
+def _freeze_after_checkpoint(stored: helpers.StoredCheckpoints, hashes: list[str],
+                             after: dict[str, int], skip: set[int], stop: threading.Event,
                              timeout: float = 540.0) -> dict:
     """Wait until every trial of `hashes` runs in a live worker process not in `skip` and has
     handed the driver's checkpoint actor a checkpoint newer than `after[hash]`; then stop those
     processes (SIGSTOP), so that no trial can end, nor checkpoint again, between this look and
     the kill that follows; check that each trial is still running in them, and wait until the
-    newest checkpoint the actor holds is in the driver's storage. Returns {"pids", "steps": the
-    storage's newest step per trial, "nodes": the node each runs on}. Raises AssertionError
-    (naming what it saw) when that never happens (a trial ended first), or when `stop` is set
-    first (the test's sweep ended: a thread that went on looking would act on a later one's).
+    driver-side store has written the newest checkpoint the actor holds (`stored`: the run's
+    display, told by the store). Returns {"pids", "steps": the storage's newest step per trial,
+    "nodes": the node each runs on}. Raises AssertionError (naming what it saw) when that never
+    happens (a trial ended first), or when `stop` is set first (the test's sweep ended: a
+    thread that went on looking would act on a later one's).
 
     Synchronising on the trial's own checkpoint (not on the storage, which the driver's pump
     writes half a second later) keeps the kill at the trial's first checkpoint after `after`,
@@ -106,12 +107,10 @@ def _freeze_after_checkpoint(sweep_dir: str, hashes: list[str], after: dict[str,
                     os.kill(pid, signal.SIGCONT)
                 raise AssertionError(f"a trial ended at its checkpoint: {runs}")
             want = {h: r.step for h, r in runs.items()}
-            while time.monotonic() < deadline:
-                steps = {h: (helpers.checkpoint_steps(sweep_dir, h) or [0])[-1] for h in hashes}
-                if all(steps[h] >= want[h] for h in hashes):
-                    return {"pids": pids, "steps": steps,
-                            "nodes": {h: r.node_id for h, r in runs.items()}}
-                time.sleep(0.05)
+            steps = stored.wait(want, max(0.0, deadline - time.monotonic()))
+            if steps is not None:
+                return {"pids": pids, "steps": steps,
+                        "nodes": {h: r.node_id for h, r in runs.items()}}
             for pid in stopped:
                 os.kill(pid, signal.SIGCONT)
             raise AssertionError(f"checkpoints {want} never reached storage")
@@ -119,8 +118,8 @@ def _freeze_after_checkpoint(sweep_dir: str, hashes: list[str], after: dict[str,
     raise AssertionError(f"no checkpoint newer than {after} in a live worker; running: {saw}")
 
 
-def _kill_after_new_checkpoints(sweep_dir: str, hashes: list[str], times: int,
-                                seen: dict) -> threading.Thread:
+def _kill_after_new_checkpoints(stored: helpers.StoredCheckpoints, hashes: list[str],
+                                times: int, seen: dict) -> threading.Thread:
     """A thread that, `times` times, waits until every trial of `hashes` has handed over a
     checkpoint newer than the last it saw and runs in a live worker process it has not killed
     yet, stops those processes, waits until that checkpoint is in storage and SIGKILLs them (a
@@ -132,7 +131,7 @@ def _kill_after_new_checkpoints(sweep_dir: str, hashes: list[str], times: int,
         last = dict.fromkeys(hashes, 0)
         killed: set[int] = set()
         for _ in range(times):
-            got = _freeze_after_checkpoint(sweep_dir, hashes, last, killed, stop)
+            got = _freeze_after_checkpoint(stored, hashes, last, killed, stop)
             for pid in got["pids"]:
                 os.kill(pid, signal.SIGKILL)
             killed |= got["pids"]
@@ -152,10 +151,11 @@ def test_warm_worker_killed_mid_trial_resumes_from_its_checkpoint(tmp_path):
     plan = make_plan(spec)
     cfg = plan.todo[0]
     seen: dict = {}
+    stored = helpers.StoredCheckpoints()
     with RaySession(num_cpus=1) as session:
         ex = make_executor(spec, plan.run_id, session)
-        th = _kill_after_new_checkpoints(spec.sweep_dir, [cfg.config_hash()], 1, seen)
-        writer = run_plan(plan, ex)
+        th = _kill_after_new_checkpoints(stored, [cfg.config_hash()], 1, seen)
+        writer = run_plan(plan, ex, stored)
         helpers.done(th)
     assert "error" not in seen, seen["error"]
     assert len(writer.outcomes) == 1 and writer.outcomes[0].error is None
@@ -177,12 +177,13 @@ def test_node_removed_mid_trial_resumes_on_another_node(tmp_path, cluster):
     cfg = plan.todo[0]
     h = cfg.config_hash()
     seen: dict = {}
+    stored = helpers.StoredCheckpoints()
 
     def swap(stop: threading.Event):
         # the trial's worker is stopped at its checkpoint (it cannot end in between) while its
         # node goes at once, as a failed machine does; then the stopped worker is killed (a
         # worker outlives its raylet until it notices, which a stopped one cannot)
-        got = _freeze_after_checkpoint(spec.sweep_dir, [h], {h: 0}, set(), stop)
+        got = _freeze_after_checkpoint(stored, [h], {h: 0}, set(), stop)
         node = got["nodes"][h]
         c.remove_node(next(w for w in workers if w.node_id == node), allow_graceful=False)
         for pid in got["pids"]:
@@ -196,7 +197,7 @@ def test_node_removed_mid_trial_resumes_on_another_node(tmp_path, cluster):
     with session:
         ex = make_executor(spec, plan.run_id, session)
         th = helpers.in_thread(swap, seen)
-        writer = run_plan(plan, ex)
+        writer = run_plan(plan, ex, stored)
         helpers.done(th)
     assert "error" not in seen, seen["error"]
     out = writer.outcomes[0]
@@ -256,9 +257,10 @@ def test_a_trial_lost_on_every_try_keeps_its_checkpoints_and_rerun_failed_resume
     cfg = plan.todo[0]
     h = cfg.config_hash()
     seen: dict = {}
+    stored = helpers.StoredCheckpoints()
     with RaySession(num_cpus=1) as session:
-        th = _kill_after_new_checkpoints(spec.sweep_dir, [h], 3, seen)
-        writer = run_plan(plan, make_executor(spec, plan.run_id, session))
+        th = _kill_after_new_checkpoints(stored, [h], 3, seen)
+        writer = run_plan(plan, make_executor(spec, plan.run_id, session), stored)
         helpers.done(th)
     assert "error" not in seen, seen["error"]
     (out,) = writer.outcomes
@@ -292,10 +294,11 @@ def test_a_lost_pack_resumes_each_config_from_its_checkpoint(tmp_path):
     hashes = [c.config_hash() for c in plan.todo]
     assert len(hashes) == 2
     seen: dict = {}
+    stored = helpers.StoredCheckpoints()
     with RaySession(num_cpus=1) as session:
         ex = make_executor(spec, plan.run_id, session, pack=2)
-        th = _kill_after_new_checkpoints(spec.sweep_dir, hashes, 1, seen)
-        writer = run_plan(plan, ex)
+        th = _kill_after_new_checkpoints(stored, hashes, 1, seen)
+        writer = run_plan(plan, ex, stored)
         helpers.done(th)
     assert "error" not in seen, seen["error"]
     assert len(writer.outcomes) == 2 and all(o.error is None for o in writer.outcomes)
