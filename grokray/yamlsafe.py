@@ -7,6 +7,7 @@ type of the document's `Kind` (a sweep spec, a run config).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,7 @@ import yaml
 
 from grokray.errors import GrokrayError
 
-__all__ = ["LIMITS", "Kind", "Lines", "decode", "load", "read"]
+__all__ = ["LIMITS", "Kind", "Lines", "decode", "is_int", "is_number", "load", "read"]
 
 LIMITS = {
     "bytes": 1 << 20,           # size of the file
@@ -115,6 +116,16 @@ class Lines:
         """One line per key given twice in one mapping."""
         return [f"{self.path}:{line}: {'.'.join(map(str, key))}: duplicate key; give each key "
                 "once" for key, line in self.dupes]
+
+
+def is_int(v: Any) -> bool:  # noqa: ANN401 - any loaded value
+    """Is a loaded value an integer (`true` is a bool, not 1)?"""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_number(v: Any) -> bool:  # noqa: ANN401 - any loaded value
+    """Is a loaded value a finite int or float (not a bool, not .nan or .inf)?"""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def read(path: str, kind: Kind) -> tuple[Any, Lines]:

@@ -17,12 +17,12 @@ algorithm of a search; only `grokray.sweep.executors.tune` calls it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from grokray.config import get_key
+from grokray.yamlsafe import is_int, is_number
 
 # search metric -> its natural mode (the trial-level summaries a Tune trial reports)
 SEARCH_METRICS = {
@@ -30,14 +30,6 @@ SEARCH_METRICS = {
 }
 SEARCH_KEYS = ("space", "metric", "mode", "num_samples", "seed")
 MAX_CHOICES = 10_000
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 @dataclass(frozen=True)
@@ -101,7 +93,7 @@ class RandInt:
     @classmethod
     def parse(cls, args: list[Any]) -> RandInt:
         low, high = _bounds(args, cls.usage)
-        if not (_is_int(low) and _is_int(high)):
+        if not (is_int(low) and is_int(high)):
             raise ValueError(f"randint needs ints, got {args!r}; expected {cls.usage}")
         return cls(low, high)
 
@@ -129,7 +121,7 @@ class QUniform:
 
     @classmethod
     def parse(cls, args: list[Any]) -> QUniform:
-        if not isinstance(args, list) or len(args) != 3 or not all(_is_num(a) for a in args):
+        if not isinstance(args, list) or len(args) != 3 or not all(is_number(a) for a in args):
             raise ValueError(f"expected {cls.usage}, got {args!r}")
         low, high, q = args
         if low >= high:
@@ -191,7 +183,7 @@ Distribution = Uniform | LogUniform | RandInt | QUniform | Choice
 
 
 def _bounds(args: Any, usage: str) -> tuple[Any, Any]:
-    if not isinstance(args, list) or len(args) != 2 or not all(_is_num(a) for a in args):
+    if not isinstance(args, list) or len(args) != 2 or not all(is_number(a) for a in args):
         raise ValueError(f"expected {usage}, got {args!r}")
     if args[0] >= args[1]:
         raise ValueError(f"low must be < high, got {args!r}")

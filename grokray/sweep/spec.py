@@ -58,6 +58,7 @@ from grokray.sweep.search import (
 from grokray.sweep.spec_model import Axis, SweepSpec
 from grokray.sweep.store import OUT_SCHEMES
 from grokray.tasks import op_problem
+from grokray.yamlsafe import is_int, is_number
 
 __all__ = ["LIMITS", "Axis", "SearchSpec", "SweepSpec", "load_spec", "parse_spec"]
 
@@ -197,12 +198,12 @@ def _validate(data: Any, lines: yamlsafe.Lines, path: str) -> SweepSpec:
     eval_every = _posint(data, "eval_every", p)
     cpu, gpu = _resources(data.get("resources", {}), p)
     concurrency = data.get("concurrency")
-    if concurrency is not None and (not _is_int(concurrency) or not
+    if concurrency is not None and (not is_int(concurrency) or not
                                     1 <= concurrency <= LIMITS["concurrency"]):
         p.add(("concurrency",), f"expected an int in 1..{LIMITS['concurrency']:,} or null, "
                                 f"got {_short(concurrency)}")
     retries = data.get("retries", 2)
-    if not _is_int(retries) or not 0 <= retries <= LIMITS["retries"]:
+    if not is_int(retries) or not 0 <= retries <= LIMITS["retries"]:
         p.add(("retries",), f"expected an int in 0..{LIMITS['retries']}, got {_short(retries)}")
     capacity_study = data.get("capacity_study", False)
     if not isinstance(capacity_study, bool):
@@ -290,19 +291,11 @@ def _check_size(axes: tuple[Axis, ...], seeds: list[int], search: SearchSpec | N
                           f"at most {LIMITS['seed_runs']:,} per sweep")
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _posint(data: dict, key: str, p: _Problems) -> int | None:
     v = data.get(key)
     if v is None:
         return None
-    if not _is_int(v) or not 0 < v <= LIMITS["steps"]:
+    if not is_int(v) or not 0 < v <= LIMITS["steps"]:
         p.add((key,), f"expected an int in 1..{LIMITS['steps']:,}, got {_short(v)}")
         return None
     return v
@@ -310,12 +303,12 @@ def _posint(data: dict, key: str, p: _Problems) -> int | None:
 
 def _seeds(v: Any, p: _Problems) -> list[int]:
     most, top = LIMITS["seeds"], LIMITS["seed_value"]
-    if _is_int(v):
+    if is_int(v):
         if not 1 <= v <= most:
             p.add(("seeds",), f"a seed count must be in 1..{most}, got {v}")
             return [0]
         return list(range(v))
-    if isinstance(v, list) and v and all(_is_int(s) for s in v):
+    if isinstance(v, list) and v and all(is_int(s) for s in v):
         if len(v) > most:
             p.add(("seeds",), f"{len(v)} seeds; at most {most} per trial")
             return [0]
@@ -340,11 +333,11 @@ def _resources(v: Any, p: _Problems) -> tuple[float, float]:
         if k not in RESOURCE_KEYS:
             p.add(("resources", k), f"unknown key; valid: {', '.join(RESOURCE_KEYS)}")
     cpu, gpu = v.get("cpu", 1), v.get("gpu", 0)
-    if not _is_num(cpu) or not 0 < cpu <= LIMITS["cpu"]:
+    if not is_number(cpu) or not 0 < cpu <= LIMITS["cpu"]:
         p.add(("resources", "cpu"), f"expected a number in (0, {LIMITS['cpu']}], got "
                                     f"{_short(cpu)}")
         cpu = 1
-    if not _is_num(gpu) or not 0 <= gpu <= LIMITS["gpu"]:
+    if not is_number(gpu) or not 0 <= gpu <= LIMITS["gpu"]:
         p.add(("resources", "gpu"), f"expected a number in [0, {LIMITS['gpu']}] (fractions "
                                     f"allowed), got {_short(gpu)}")
         gpu = 0
@@ -519,15 +512,15 @@ def _search(v: Any, p: _Problems) -> SearchSpec | None:
     if mode not in ("min", "max"):
         p.add(("search", "mode"), f"expected min or max, got {_short(mode)}")
     n = v.get("num_samples")
-    if not _is_int(n) or n < 1:
+    if not is_int(n) or n < 1:
         p.add(("search", "num_samples"), f"expected an int >= 1, got {_short(n)}")
     seed = v.get("seed")
-    if seed is not None and (not _is_int(seed) or not 0 <= seed <= LIMITS["seed_value"]):
+    if seed is not None and (not is_int(seed) or not 0 <= seed <= LIMITS["seed_value"]):
         p.add(("search", "seed"), f"expected an int in 0..{LIMITS['seed_value']}, got "
                                   f"{_short(seed)}")
     return SearchSpec(space=space, metric=str(metric), mode=str(mode),
-                      num_samples=n if _is_int(n) and n >= 1 else 1,
-                      seed=seed if _is_int(seed) else None)
+                      num_samples=n if is_int(n) and n >= 1 else 1,
+                      seed=seed if is_int(seed) else None)
 
 
 # ----------------------------------------------------------------------------- semantic checks
