@@ -174,6 +174,14 @@ def _user(u: User) -> UserView:
                     _utc(u.created_at))
 
 
+def _named_user(s: Session, name: str) -> User:
+    """The user row called `name`; NotFound (pointing to `grokray users list`) otherwise."""
+    u = s.scalar(select(User).where(User.name == name))
+    if u is None:
+        raise NotFound(f"no user {name!r}; `grokray users list` shows them")
+    return u
+
+
 def _sweep(s: Sweep, owner: str, position: int = 0) -> SweepView:
     return SweepView(
         id=s.id, owner=owner, owner_id=s.owner_id, name=s.name, spec_source=s.spec_source,
@@ -282,18 +290,14 @@ class State:
         """A new token for `name` (the old one stops working)."""
         token = secrets.token_urlsafe(32)
         with self.session() as s, s.begin():
-            u = s.scalar(select(User).where(User.name == name))
-            if u is None:
-                raise NotFound(f"no user {name!r}; `grokray users list` shows them")
+            u = _named_user(s, name)
             u.token_hash = hash_token(token)
         return token
 
     def set_quota(self, name: str, *, cpu_hours: float | None,
                   gpu_hours: float | None) -> UserView:
         with self.session() as s, s.begin():
-            u = s.scalar(select(User).where(User.name == name))
-            if u is None:
-                raise NotFound(f"no user {name!r}; `grokray users list` shows them")
+            u = _named_user(s, name)
             u.quota_cpu_hours, u.quota_gpu_hours = cpu_hours, gpu_hours
             return _user(u)
 
@@ -303,9 +307,7 @@ class State:
 
     def user(self, name: str) -> UserView:
         with self.session() as s:
-            u = s.scalar(select(User).where(User.name == name))
-            if u is None:
-                raise NotFound(f"no user {name!r}; `grokray users list` shows them")
+            u = _named_user(s, name)
             return _user(u)
 
     def authenticate(self, token: str | None) -> UserView | None:
