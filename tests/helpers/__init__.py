@@ -10,8 +10,9 @@
   (`StoredCheckpoints`), and a helper thread whose errors reach the test.
 - rendezvous: a Ray actor that holds trials until they run on `n` nodes (imports ray).
 - toy_groups: hand-made groups with textbook character tables, for the metric tests.
-- service, postgres: the sweep service on a thread or as a `grokray serve` process, and a
-  throwaway PostgreSQL server.
+- service, postgres: the sweep service on a thread or as a `grokray serve` process, the spec
+  texts its tests submit (`queue_spec`, `local_spec`, `ray_spec`), `wait_for` (a wait on a
+  state) and `terminate`; and a throwaway PostgreSQL server.
 
 The data-writing fixtures (tiny sweeps, a synthetic sweep dir, the dashboard process) stay in
 tests/fixtures/ (they are also scripts and the benchmarks load them) and reach the tests as the
