@@ -37,7 +37,11 @@ from grokray.errors import SchemaError
 from grokray.schema import (
     CONFIG_JSON_COLUMN,
     CURVE_READ_REQUIRED_COLUMNS,
+    IDENTITY_COLUMNS,
     METRIC_PREFIX,
+    OPTIONAL_PROVENANCE_COLUMNS,
+    OUTCOME_COLUMNS,
+    PROVENANCE_COLUMNS,
     TRIAL_REQUIRED_COLUMNS,
 )
 from grokray_analysis.load import normalize_trials
@@ -47,6 +51,10 @@ _CURVE_STRINGS = ("schema_version", "sweep", "run_id", "config_hash", "group", "
 _READERS = 4  # pyarrow decodes outside the GIL: a few threads read files side by side
 FID = "_file"
 """the column naming each row's file (an int): a file's rows go when it is removed or rewritten"""
+NOT_SWEPT = {*IDENTITY_COLUMNS, *OUTCOME_COLUMNS, *PROVENANCE_COLUMNS,
+             *OPTIONAL_PROVENANCE_COLUMNS, FID, "file", "cfg",
+             "config_json", "group_order"}
+"""columns that are never a swept axis (identity, outcome, provenance, bookkeeping)"""
 BASE = ("config_hash", "seed", "status", "grok_step", "run_id", "arm", "arch")
 """the columns every `frame` holds (what analysis's normalization and the run codes read)"""
 FRAMES_KEPT = 8
@@ -345,8 +353,6 @@ class SweepIndex:
     def swept(self) -> list[str]:
         """The config columns whose value varies across the rows (the swept axes), arm first:
         counted in Arrow (a missing value counts as one value), kept per data version."""
-        from grokray_analysis.dashboard.views import NOT_SWEPT  # the view's own rule
-
         with self.lock:
             if self._swept is None:
                 t = self.table

@@ -21,23 +21,16 @@ import pandas as pd
 from grokray import reader
 from grokray.schema import (
     CURVE_KEY_COLUMNS,
-    IDENTITY_COLUMNS,
     METRIC_PREFIX,
-    OPTIONAL_PROVENANCE_COLUMNS,
-    OUTCOME_COLUMNS,
-    PROVENANCE_COLUMNS,
     STATUSES,
 )
 from grokray_analysis.curves import curve_bands
 from grokray_analysis.dashboard.figures import CENSORED, color
-from grokray_analysis.dashboard.index import FID, SweepIndex
+from grokray_analysis.dashboard.index import FID, NOT_SWEPT, SweepIndex
 from grokray_analysis.errors import AnalysisError
 from grokray_analysis.load import require_arms
 from grokray_analysis.survival import TIMED, durations, km_median
 
-NOT_SWEPT = {*IDENTITY_COLUMNS, *OUTCOME_COLUMNS, *PROVENANCE_COLUMNS,
-             *OPTIONAL_PROVENANCE_COLUMNS, FID, "file", "cfg",
-             "config_json", "group_order"}
 TABLE_OUTCOME = ["status", "grok_step", "memorize_step", "steps_run", "final_val_acc",
                  "final_train_acc", "wall_s", "run_id"]
 BAND_RUNS_MAX = 8_000
