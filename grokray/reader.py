@@ -446,6 +446,11 @@ def read_arrow(loc: Location, path: str, sub: str, *, columns: list[str] | None 
         schema = pf.schema_arrow
         strings = [x.name for x in schema if pa.types.is_string(x.type)
                    or pa.types.is_large_string(x.type)] if dictionary else []
+        if strings and not where:  # Parquet's dictionaries, the footer already read
+            table = pq.ParquetFile(path, filesystem=loc.fs, metadata=pf.metadata,
+                                   read_dictionary=strings).read(columns=cols,
+                                                                 use_threads=use_threads)
+            return table.combine_chunks()  # one dictionary per file
         if strings or (where and set(where) <= set(names)):
             fmt = ds.ParquetFileFormat(
                 read_options=ds.ParquetReadOptions(dictionary_columns=strings))

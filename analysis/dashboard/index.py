@@ -5,8 +5,10 @@ per-trial files and compacted parts, a compaction in flight never shown twice) a
 new or rewritten trials file on its own (through `grokray.reader.read_arrow`, the one reader),
 so a refresh after a sweep wrote a few trials costs those few files, not the dir. The trials
 are kept as Arrow tables, one per file, their strings as dictionaries (an int per cell; every
-column but config_json); a view converts only the columns it shows (`frame`), and the swept
-columns are found in Arrow (`swept`). Of a curves file only its footer is read then (its
+column but config_json), each row's config_hash also as an int run code (`cfg`, looked up once
+per distinct hash as the file is read: identities compare as ints); a view converts only the
+columns it shows (`frame`), and the swept columns are found in Arrow on the dictionaries'
+used values and the columns' min and max (`swept`). Of a curves file only its footer is read then (its
 columns, its schema version); a view reads the columns and the runs it draws (`read_curves`:
 pyarrow.dataset skips the row groups of other config hashes). Resident memory is then the
 trials' Arrow columns (about 0.8 kB per seed-row of the ledger's shape, `config_json` left
@@ -51,14 +53,19 @@ _CURVE_STRINGS = ("schema_version", "sweep", "run_id", "config_hash", "group", "
 _READERS = 4  # pyarrow decodes outside the GIL: a few threads read files side by side
 FID = "_file"
 """the column naming each row's file (an int): a file's rows go when it is removed or rewritten"""
+CFG = "cfg"
+"""the column holding each row's run code (an int32 per config_hash, made when its file is read)"""
 NOT_SWEPT = {*IDENTITY_COLUMNS, *OUTCOME_COLUMNS, *PROVENANCE_COLUMNS,
-             *OPTIONAL_PROVENANCE_COLUMNS, FID, "file", "cfg",
+             *OPTIONAL_PROVENANCE_COLUMNS, FID, "file", CFG,
              "config_json", "group_order"}
 """columns that are never a swept axis (identity, outcome, provenance, bookkeeping)"""
 BASE = ("config_hash", "seed", "status", "grok_step", "run_id", "arm", "arch")
 """the columns every `frame` holds (what analysis's normalization and the run codes read)"""
 FRAMES_KEPT = 8
 """column selections `frame` keeps converted per data version"""
+CHUNKS_KEPT = 64
+"""files whose rows `table` keeps as chunks of their own; beyond, one chunk per column (many
+small per-trial files: each column's operations then run once, not once per file)"""
 
 
 def inside(root: str, path: str) -> bool:
@@ -196,9 +203,27 @@ class SweepIndex:
             fid = self._next_fid
             self._next_fid += 1
             self._fids[(sub, name)] = fid
-            tables.append(t.append_column(FID, pa.array(np.full(t.num_rows, fid, np.int32))))
+            t = t.append_column(FID, pa.array(np.full(t.num_rows, fid, np.int32)))
+            if sub == TRIALS and "config_hash" in t.column_names:
+                t = t.append_column(CFG, pa.array(self._run_codes(t.column("config_hash"))))
+            tables.append(t)
         self._merge(sub, [f for f in drop if f >= 0], tables)
         return True
+
+    def _run_codes(self, col: pa.ChunkedArray) -> np.ndarray:
+        """A run code (int32) per config_hash cell: one lookup per distinct hash, not per row
+        (a missing hash is coded as the text 'None', as the frame's strings would read it)."""
+        out = np.zeros(len(col), np.int32)
+        at = 0
+        for chunk in col.chunks:
+            if not pa.types.is_dictionary(chunk.type):
+                chunk = chunk.dictionary_encode()
+            words = [str(x) for x in chunk.dictionary.to_pylist()] + ["None"]
+            lut = np.array([self._code(h) for h in words], np.int32)
+            idx = pc.fill_null(chunk.indices, len(words) - 1).to_numpy(zero_copy_only=False)
+            out[at:at + len(chunk)] = lut[idx]
+            at += len(chunk)
+        return out
 
     def _merge(self, sub: str, drop: list[int], tables: list[pa.Table]) -> None:
         """The trials without the files `drop`, with the `tables` added (kept per file: a
@@ -289,14 +314,17 @@ class SweepIndex:
     @property
     def table(self) -> pa.Table:
         """Every trials row as Arrow, one per identity (config_hash, seed; the newest run_id
-        wins, as `grokray.reader.dedupe`), strings as dictionaries, a `_file` column."""
+        wins, as `grokray.reader.dedupe`), strings as dictionaries, a `_file` and a `cfg`
+        column: the files' tables side by side (no copy), one chunk per column beyond
+        `CHUNKS_KEPT` files."""
         with self.lock:
             if self._table is None:
                 parts = list(self._parts.values())
                 if not parts:
                     return pa.table({c: pa.array([], pa.string()) for c in BASE})
                 t = pa.concat_tables(parts, promote_options="permissive")
-                t = t.unify_dictionaries().combine_chunks()
+                if len(parts) > CHUNKS_KEPT:
+                    t = t.unify_dictionaries().combine_chunks()
                 keep = _newest(t)
                 self._table = t if keep is None else t.filter(keep)
             return self._table
@@ -315,7 +343,7 @@ class SweepIndex:
             t = self.table
             names = t.column_names
             want = names if columns is None else list(dict.fromkeys(
-                c for c in [*BASE, *columns] if c in names))
+                c for c in [*BASE, *columns, CFG] if c in names))
             key = tuple(want)
             if key in self._frames:
                 return self._frames[key]
@@ -335,9 +363,8 @@ class SweepIndex:
             self.problems[os.path.join(self.path, TRIALS)] = f"{self.path}: {exc}"
             df = normalize_trials(df[~(df["status"].astype(str).eq("grokked")
                                        & df["grok_step"].isna())]).reset_index(drop=True)
-        idx, uniq = pd.factorize(df["config_hash"].astype(str))
-        df["cfg"] = np.array([self._code(h) for h in uniq], np.int32)[idx] \
-            if len(uniq) else np.zeros(len(df), np.int32)  # a code per config
+        if CFG not in df:  # a table without config_hash
+            df[CFG] = np.zeros(len(df), np.int32)
         return df
 
     @property
@@ -423,11 +450,11 @@ def _decoded(t: pa.Table) -> pa.Table:
 
 def _newest(t: pa.Table) -> np.ndarray | None:
     """Which rows to keep so that each identity (config_hash, seed) has one, the newest
-    run_id's (`grokray.reader.dedupe`'s rule); None when no identity repeats."""
-    if not {"config_hash", "seed"} <= set(t.column_names) or not t.num_rows:
+    run_id's (`grokray.reader.dedupe`'s rule); None when no identity repeats. The hashes are
+    compared by their run codes (`CFG`)."""
+    if not {CFG, "seed"} <= set(t.column_names) or not t.num_rows:
         return None
-    key = pd.DataFrame({"h": t.column("config_hash").to_pandas(),
-                        "s": t.column("seed").to_pandas()})
+    key = pd.DataFrame({"h": t.column(CFG).to_numpy(), "s": t.column("seed").to_pandas()})
     if not key.duplicated().any():
         return None
     run = t.column("run_id").cast(pa.string()).to_pandas() if "run_id" in t.column_names \
@@ -438,14 +465,28 @@ def _newest(t: pa.Table) -> np.ndarray | None:
 
 
 def _varies(col: pa.ChunkedArray) -> bool:
-    """Does the column hold more than one value (a missing value, NaN included, is one)?"""
-    typ = col.type
-    if pa.types.is_dictionary(typ):
-        col = col.cast(typ.value_type)
-        typ = typ.value_type
-    if pa.types.is_floating(typ):
-        col = pc.if_else(pc.is_nan(col), pa.scalar(None, typ), col)
+    """Does the column hold more than one value (a missing value, NaN included, is one)?
+    Missing cells are counted; a dictionary column compares the values its rows use (per
+    chunk: no string per row), any other its min and max; cells that do not order (lists)
+    are hashed, or compared as text."""
+    n, missing = len(col), col.null_count
+    if pa.types.is_floating(col.type):
+        missing += pc.sum(pc.is_nan(col)).as_py() or 0
+    if missing:
+        return missing < n  # a value and a missing one, or every cell missing
+    if pa.types.is_dictionary(col.type):
+        used = [c.dictionary.take(pc.unique(c.indices)) for c in col.chunks if len(c)]
+        return _distinct(pa.chunked_array(used, col.type.value_type)) > 1
     try:
-        return pc.count_distinct(col, mode="all").as_py() > 1
+        lo_hi = pc.min_max(col)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
-        return col.to_pandas().astype(str).nunique() > 1  # cells that do not hash (lists)
+        return _distinct(col) > 1
+    return not lo_hi["min"].equals(lo_hi["max"])
+
+
+def _distinct(col: pa.ChunkedArray) -> int:
+    """Distinct values of a column, a missing one counted as one."""
+    try:
+        return pc.count_distinct(col, mode="all").as_py()
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return col.to_pandas().astype(str).nunique()  # cells that do not hash (lists)
