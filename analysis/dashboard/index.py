@@ -8,9 +8,10 @@ are kept as Arrow tables, one per file, their strings as dictionaries (an int pe
 column but config_json), each row's config_hash also as an int run code (`cfg`, looked up once
 per distinct hash as the file is read: identities compare as ints); a view converts only the
 columns it shows (`frame`), and the swept columns are found in Arrow on the dictionaries'
-used values and the columns' min and max (`swept`). Of a curves file only its footer is read then (its
-columns, its schema version); a view reads the columns and the runs it draws (`read_curves`:
-pyarrow.dataset skips the row groups of other config hashes). Resident memory is then the
+used values and the columns' min and max (`swept`). Of a curves file only its footer is read
+then (its columns, its schema version); a view reads the columns and the runs it draws
+(`read_curves`: the row groups whose config_hash statistics can hold one, the other runs' rows
+dropped before they are converted). Resident memory is then the
 trials' Arrow columns (about 0.8 kB per seed-row of the ledger's shape, `config_json` left
 out), a few views' columns, and one view's curves, whatever the store holds. Nothing here
 writes. A dir may be a local path or a URL (`s3://...`).
@@ -21,6 +22,7 @@ problem and skipped, like a damaged file.
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 import time
@@ -31,7 +33,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from grokray import reader
@@ -63,6 +64,9 @@ BASE = ("config_hash", "seed", "status", "grok_step", "run_id", "arm", "arch")
 """the columns every `frame` holds (what analysis's normalization and the run codes read)"""
 FRAMES_KEPT = 8
 """column selections `frame` keeps converted per data version"""
+GROUPS_READ = 16
+"""row groups of a curves file read and converted at once (about 10^6 rows at compaction's
+65,536 a group): what a view holds of a file before its other runs' rows are dropped"""
 CHUNKS_KEPT = 64
 """files whose rows `table` keeps as chunks of their own; beyond, one chunk per column (many
 small per-trial files: each column's operations then run once, not once per file)"""
@@ -149,8 +153,8 @@ class SweepIndex:
             return bad
         with self.loc.fs.open_input_file(path) as f:
             schema = pq.ParquetFile(f).schema_arrow
-        self._curve_cols[path] = [f.name for f in schema if f.name not in _CURVE_STRINGS and (
-            pa.types.is_integer(f.type) or pa.types.is_floating(f.type))]
+        self._curve_cols[path] = [f.name for f in schema if f.name not in _CURVE_STRINGS and
+                                  _numeric(f)]
         return pa.table({"config_hash": pa.array([], pa.string())})
 
     def refresh(self) -> bool:
@@ -244,26 +248,19 @@ class SweepIndex:
     def read_curves(self, metrics: list[str] | None = None, runs: pd.DataFrame | None = None
                     ) -> pd.DataFrame:
         """Curve rows: cfg (the run code), seed, step and the `metrics` columns (every numeric
-        column when None), of the runs in `runs` (rows with a config_hash; all runs when None;
-        their row groups only, pyarrow.dataset), config_hash read as Parquet's dictionary (no
-        string per row), one conversion per file. A file found damaged now is named in
-        `problems` and skipped."""
+        column when None), of the runs in `runs` (rows with a config_hash; all runs when None).
+        Each file is read `GROUPS_READ` row groups at a time, only the row groups whose
+        config_hash statistics can hold a wanted run, config_hash as Parquet's dictionary (a
+        code per distinct hash, no string per row); other runs' rows are dropped before the
+        conversion. A file found damaged now is named in `problems` and skipped."""
         with self.lock:
             files = list(self._curve_files)
         want = None if metrics is None else ["config_hash", "seed", "step", *metrics]
-        expr = None if runs is None else reader.where_expr(
-            {"config_hash": sorted(set(runs["config_hash"].astype(str)))})
-        fmt = ds.ParquetFileFormat(
-            read_options=ds.ParquetReadOptions(dictionary_columns=["config_hash"]))
+        hashes = None if runs is None else sorted(set(runs["config_hash"].astype(str)))
         frames = []
         for path in files:
             try:
-                d = ds.dataset(path, filesystem=self.loc.fs, format=fmt)
-                cols = [c for c in (want or d.schema.names) if c in d.schema.names]
-                t = d.to_table(columns=cols, filter=expr, use_threads=False)
-                if t.num_rows:
-                    frames.append(self._coded(t))
-                del t
+                frames += self._curves_of_file(path, want, hashes)
             except (OSError, pa.ArrowException) as exc:
                 with self.lock:
                     self.problems[path] = reader.Damage(
@@ -279,24 +276,49 @@ class SweepIndex:
                 out[m] = np.nan
         return out
 
-    def _coded(self, t: pa.Table) -> pd.DataFrame:
+    def _curves_of_file(self, path: str, want: list[str] | None, hashes: list[str] | None
+                        ) -> list[pd.DataFrame]:
+        """`read_curves` of one file: its `want` columns (every one when None) of the runs
+        whose config_hash is in `hashes` (sorted; every run when None), a frame per batch of
+        row groups that holds some."""
+        with self.loc.fs.open_input_file(path) as f:
+            pf = pq.ParquetFile(f, read_dictionary=["config_hash"])
+            schema = pf.schema_arrow
+            cols = [c for c in (want or schema.names) if c in schema.names and (
+                c == "config_hash" or c not in _CURVE_STRINGS and _numeric(schema.field(c)))]
+            groups = _groups_holding(pf, hashes)
+            wanted = None if hashes is None else set(hashes)
+            out = []
+            for i in range(0, len(groups), GROUPS_READ):
+                t = pf.read_row_groups(groups[i:i + GROUPS_READ], columns=cols,
+                                       use_threads=False)
+                df = self._coded(t, wanted)
+                del t
+                if len(df):
+                    out.append(df)
+            return out
+
+    def _coded(self, t: pa.Table, wanted: set[str] | None = None) -> pd.DataFrame:
         """config_hash (a dictionary column) -> an int32 run code (the page asks for runs by
-        code and seed); the numeric columns as they are, seed and step as int32."""
+        code and seed); the numeric columns as they are, seed and step as int32; only the
+        rows whose config_hash is in `wanted` (every row when None), kept before any other
+        work is done per row."""
+        if wanted is not None:
+            t = t.filter(_rows_in(t.column("config_hash"), wanted))
         cfg = np.zeros(t.num_rows, np.int32)
         at = 0
         with self.lock:
             for chunk in t.column("config_hash").chunks:
                 if not pa.types.is_dictionary(chunk.type):
                     chunk = chunk.dictionary_encode()
-                codes = np.array([self._code(x) for x in chunk.dictionary.to_pylist()],
-                                 dtype=np.int32)
-                if len(codes):
-                    cfg[at:at + len(chunk)] = codes[chunk.indices.to_numpy(
-                        zero_copy_only=False)]
+                words = chunk.dictionary.to_pylist()
+                if words:
+                    cfg[at:at + len(chunk)] = np.array([self._code(x) for x in words],
+                                                       np.int32)[chunk.indices.to_numpy(
+                                                           zero_copy_only=False)]
                 at += len(chunk)
-        keep = [f.name for f in t.schema if f.name not in _CURVE_STRINGS and (
-            pa.types.is_integer(f.type) or pa.types.is_floating(f.type))]
-        df = t.select(keep).to_pandas()
+        df = t.select([f.name for f in t.schema if f.name not in _CURVE_STRINGS and
+                       _numeric(f)]).to_pandas()
         for c in ("seed", "step"):  # int32: half the memory of a view over every run
             if c in df and pd.api.types.is_integer_dtype(df[c]):
                 df[c] = df[c].astype(np.int32)
@@ -490,3 +512,41 @@ def _distinct(col: pa.ChunkedArray) -> int:
         return pc.count_distinct(col, mode="all").as_py()
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
         return col.to_pandas().astype(str).nunique()  # cells that do not hash (lists)
+
+
+def _rows_in(col: pa.ChunkedArray, wanted: set[str]) -> pa.ChunkedArray:
+    """Which cells of a string column hold one of `wanted`: each chunk's distinct values
+    looked up once (its dictionary), then spread over its rows."""
+    out = []
+    for chunk in col.chunks:
+        if not pa.types.is_dictionary(chunk.type):
+            chunk = chunk.dictionary_encode()
+        hit = pa.array([x in wanted for x in chunk.dictionary.to_pylist()], pa.bool_())
+        out.append(pc.fill_null(pc.take(hit, chunk.indices), False))
+    return pa.chunked_array(out, pa.bool_())
+
+
+def _numeric(f: pa.Field) -> bool:
+    """An integer or floating column (a curve's value, its seed or step)."""
+    return pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+
+
+def _groups_holding(pf: pq.ParquetFile, hashes: list[str] | None) -> list[int]:
+    """The row groups of a curves file that may hold a row of one of `hashes` (sorted): those
+    whose config_hash min and max enclose one, or that have no such statistics; all of them
+    when `hashes` is None."""
+    md = pf.metadata
+    if hashes is None:
+        return list(range(md.num_row_groups))
+    col = [md.schema.column(j).path for j in range(md.num_columns)].index("config_hash")
+    out = []
+    for g in range(md.num_row_groups):
+        st = md.row_group(g).column(col).statistics
+        lo, hi = (st.min, st.max) if st is not None and st.has_min_max else (None, None)
+        if not isinstance(lo, str) or not isinstance(hi, str):
+            out.append(g)
+            continue
+        k = bisect.bisect_left(hashes, lo)
+        if k < len(hashes) and hashes[k] <= hi:
+            out.append(g)
+    return out
