@@ -107,7 +107,9 @@ class SweepIndex:
     _fids: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
     _codes: dict[str, int] = field(default_factory=dict, repr=False)
     _hashes: list[str] = field(default_factory=list, repr=False)
-    _trials: pd.DataFrame | None = field(default=None, repr=False)
+    _base: pd.DataFrame | None = field(default=None, repr=False)
+    _rows: np.ndarray | None = field(default=None, repr=False)
+    _columns: dict[str, pd.Series] = field(default_factory=dict, repr=False)
     _parts: dict[int, pa.Table] = field(default_factory=dict, repr=False)
     _table: pa.Table | None = field(default=None, repr=False)
     _frames: dict[tuple, pd.DataFrame] = field(default_factory=dict, repr=False)
@@ -239,8 +241,9 @@ class SweepIndex:
             for t in tables:
                 if t.num_rows:
                     self._parts[int(t.column(FID)[0].as_py())] = t
-            self._table, self._trials, self._swept = None, None, None
+            self._table, self._base, self._rows, self._swept = None, None, None, None
             self._frames.clear()
+            self._columns.clear()
         else:
             self._curve_files = sorted(p for p in self._curve_cols)
         pa.default_memory_pool().release_unused()
@@ -359,8 +362,9 @@ class SweepIndex:
     def frame(self, columns: list[str] | None = None) -> pd.DataFrame:
         """The trials as analysis reads them (`grokray_analysis.load.normalize_trials`), only
         the `columns` given (those the rows have) beside `BASE`, and a `cfg` column holding
-        the run code; every column when None (`trials`). Kept per data version for the last
-        `FRAMES_KEPT` column selections."""
+        the run code; every column when None (`trials`). Made of columns converted once per
+        data version (`_base`, `_column`); kept per data version for the last `FRAMES_KEPT`
+        column selections."""
         with self.lock:
             t = self.table
             names = t.column_names
@@ -369,35 +373,69 @@ class SweepIndex:
             key = tuple(want)
             if key in self._frames:
                 return self._frames[key]
-            if not t.num_rows or "status" not in names:
-                df = pd.DataFrame(columns=[*TRIAL_REQUIRED_COLUMNS, "arm", "cfg"])
-            else:
-                df = self._normalized(_decoded(t.select(want)).to_pandas())
+            df = self._assembled(want, keep=True)
             self._frames[key] = df
             while len(self._frames) > FRAMES_KEPT:
                 self._frames.pop(next(iter(self._frames)))
             return df
 
-    def _normalized(self, df: pd.DataFrame) -> pd.DataFrame:
-        try:  # in place: the frame is this function's own
-            df = normalize_trials(df, copy=False)
-        except SchemaError as exc:
-            self.problems[os.path.join(self.path, TRIALS)] = f"{self.path}: {exc}"
-            df = normalize_trials(df[~(df["status"].astype(str).eq("grokked")
-                                       & df["grok_step"].isna())]).reset_index(drop=True)
-        if CFG not in df:  # a table without config_hash
-            df[CFG] = np.zeros(len(df), np.int32)
-        return df
+    def _assembled(self, want: list[str], keep: bool) -> pd.DataFrame:
+        """The normalized frame of the table's columns `want` (and `arm`, last, when the table
+        has none): `BASE` from `_base`, the others converted now (and kept for the next frame
+        when `keep`)."""
+        t = self.table
+        if not t.num_rows or "status" not in t.column_names:
+            return pd.DataFrame(columns=[*TRIAL_REQUIRED_COLUMNS, "arm", CFG])
+        base = self._base_frame()
+        other = [c for c in want if c not in base.columns]
+        fresh = self._converted([c for c in other if c not in self._columns])
+        if keep:
+            self._columns.update(fresh)
+        cols = {c: base[c] if c in base.columns else self._columns.get(c, fresh.get(c))
+                for c in want}
+        if "arm" not in cols:
+            cols["arm"] = base["arm"]
+        return pd.DataFrame(cols, copy=False)
+
+    def _base_frame(self) -> pd.DataFrame:
+        """The `BASE` columns and `cfg` of the table, normalized (`normalize_trials`) once per
+        data version: a grokked row without grok_step is dropped (its rows then `_rows`) and
+        named in `problems`."""
+        if self._base is None:
+            t = self.table
+            df = _pandas(t.select([c for c in [*BASE, CFG] if c in t.column_names]))
+            self._rows = None
+            try:  # in place: the frame is this function's own
+                df = normalize_trials(df, copy=False)
+            except SchemaError as exc:
+                self.problems[os.path.join(self.path, TRIALS)] = f"{self.path}: {exc}"
+                ok = ~(df["status"].astype(str).eq("grokked") & df["grok_step"].isna())
+                self._rows = np.flatnonzero(ok.to_numpy())
+                df = normalize_trials(df[ok]).reset_index(drop=True)
+            if CFG not in df:  # a table without config_hash
+                df[CFG] = np.zeros(len(df), np.int32)
+            self._base = df
+        return self._base
+
+    def _converted(self, names: list[str]) -> dict[str, pd.Series]:
+        """The table's columns `names` as pandas (strings as Python strings), the rows of
+        `_base` only."""
+        if not names:
+            return {}
+        t = self.table.select(names)
+        if self._rows is not None:
+            t = t.take(self._rows)
+        df = _pandas(t)
+        return {c: df[c] for c in names}
 
     @property
     def trials(self) -> pd.DataFrame:
-        """Every column of every trials row (`frame(None)`): what the analysis views read.
-        A page's views ask `frame` for their columns only."""
+        """Every column of every trials row but `_file` and `cfg`, as `frame(None)` would hold
+        them: what the analysis views read, made now and not kept (a page's views ask `frame`
+        for their columns only)."""
         with self.lock:
-            if self._trials is None:
-                self._trials = self.frame(None)
-                self._frames.pop(tuple(self.table.column_names), None)
-            return self._trials
+            names = [c for c in self.table.column_names if c not in (FID, CFG)]
+            return self._assembled(names, keep=False)
 
     def swept(self) -> list[str]:
         """The config columns whose value varies across the rows (the swept axes), arm first:
@@ -462,12 +500,27 @@ def _plain_strings(t: pa.Table) -> pa.Table:
     return t
 
 
-def _decoded(t: pa.Table) -> pa.Table:
-    """Dictionary columns as plain strings (pandas object columns, as `grokray.load` reads)."""
-    for i, f in enumerate(t.schema):
-        if pa.types.is_dictionary(f.type):
-            t = t.set_column(i, f.name, t.column(i).cast(f.type.value_type))
-    return t
+def _pandas(t: pa.Table) -> pd.DataFrame:
+    """The table as pandas, its dictionary columns as plain strings (object columns, as
+    `grokray.load` reads): each chunk's dictionary made Python strings once, then spread over
+    its rows (no string per row decoded)."""
+    dicts = {f.name for f in t.schema if pa.types.is_dictionary(f.type)}
+    rest = t.drop_columns(list(dicts)).to_pandas() if len(dicts) < t.num_columns else None
+    return pd.DataFrame({c: _objects(t.column(c)) if c in dicts else rest[c]
+                         for c in t.column_names}, index=pd.RangeIndex(t.num_rows),
+                        copy=False)
+
+
+def _objects(col: pa.ChunkedArray) -> np.ndarray:
+    """A dictionary column's cells as an object array (None where missing)."""
+    out = np.empty(len(col), object)
+    at = 0
+    for chunk in col.chunks:
+        words = np.array([*chunk.dictionary.to_pylist(), None], object)
+        idx = pc.fill_null(chunk.indices, len(words) - 1).to_numpy(zero_copy_only=False)
+        out[at:at + len(chunk)] = words[idx]
+        at += len(chunk)
+    return out
 
 
 def _newest(t: pa.Table) -> np.ndarray | None:

@@ -28,7 +28,7 @@ from grokray.errors import GrokrayError
 from grokray_analysis.dashboard import views
 from grokray_analysis.dashboard.analyses import Background
 from grokray_analysis.dashboard.figures import plotly_js
-from grokray_analysis.dashboard.index import FID, SweepIndex, sweep_dirs
+from grokray_analysis.dashboard.index import SweepIndex, sweep_dirs
 
 REFRESH_S = 2.0
 """seconds between two looks at the dirs"""
@@ -119,8 +119,7 @@ class Dashboard:
 
         def args():
             with ix.lock:
-                T = ix.trials.drop(columns=["cfg", FID], errors="ignore").copy()
-            return T, root
+                return ix.trials, root  # made for this job: the worker's own copy
         out = self.background.get(str(i), ix.version, args)
         out["ledger_root"] = root
         return out

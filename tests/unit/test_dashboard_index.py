@@ -185,3 +185,55 @@ def test_parcoords_draws_at_most_its_bound_of_lines(sweep, monkeypatch):
     few = views.parcoords(ix)["figure"]
     assert all(len(d["values"]) == 10 for d in few["data"][0]["dimensions"])
     assert few["layout"]["title"]["text"].startswith(f"10 of {n} runs, evenly spaced:")
+
+
+def test_every_column_equals_analysis_load(sweep):
+    """`trials` is assembled from columns converted apart (dictionaries spread over rows)."""
+    ix = SweepIndex(sweep, "syn")
+    ix.refresh()
+    mine = ix.trials.sort_values(["config_hash", "seed"]).reset_index(drop=True)
+    theirs = load(sweep).trials.sort_values(["config_hash", "seed"]).reset_index(drop=True)
+    assert "cfg" not in mine and "_file" not in mine
+    cols = [c for c in theirs.columns if c != "config_json"]
+    assert sorted(mine.columns) == sorted(cols)
+    def plain(df):  # load reads some text columns as pandas strings: compare the values
+        return df.astype(object).where(df.notna(), None)
+    pd.testing.assert_frame_equal(plain(mine[cols]), plain(theirs[cols]), check_dtype=False)
+
+
+def test_a_grokked_row_without_grok_step_leaves_every_frame(sweep):
+    """The normalized BASE columns drop the row; the columns converted beside them follow."""
+    name = sorted(os.listdir(os.path.join(sweep, "trials")))[0]
+    path = os.path.join(sweep, "trials", name)
+    df = pd.read_parquet(path)
+    df.loc[0, "status"], df.loc[0, "grok_step"] = "grokked", None
+    df.to_parquet(path, index=False)
+    bad = (df.loc[0, "config_hash"], int(df.loc[0, "seed"]))
+    ix = SweepIndex(sweep, "syn")
+    ix.refresh()
+    f = ix.frame(["memorize_step", "group"])
+    assert len(f) == 35 and "no grok_step" in "\n".join(ix.problems.values())
+    assert bad not in set(zip(f["config_hash"], f["seed"], strict=True))
+    T = ix.trials.set_index(["config_hash", "seed"])
+    got = f.set_index(["config_hash", "seed"])
+    assert got["memorize_step"].equals(T.loc[got.index, "memorize_step"])
+    assert got["group"].equals(T.loc[got.index, "group"])
+    assert views.overview(ix)["rows"] == 35
+
+
+def test_varies_counts_a_missing_value_as_one():
+    import pyarrow as pa
+
+    from grokray_analysis.dashboard.index import _varies
+
+    def v(values, typ=None):
+        return _varies(pa.chunked_array([pa.array(values, typ)]))
+
+    assert not v([1.0, 1.0]) and v([1.0, 2.0]) and v([1.0, float("nan")]) and v([1.0, None])
+    assert not v([float("nan"), None]) and not v([None, None], pa.null())
+    d = pa.chunked_array([pa.array(["a", "b", "a"]).dictionary_encode().take([0, 2]),
+                          pa.array(["b", "a"]).dictionary_encode().take([1])])
+    assert not _varies(d)  # two chunks, each dictionary holding an unused value
+    assert _varies(pa.chunked_array([pa.array(["a", "b"]).dictionary_encode()]))
+    assert not v([True, True]) and v([True, False])
+    assert v([[1], [2]]) and not v([[1], [1]])
