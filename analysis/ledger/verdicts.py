@@ -11,7 +11,8 @@ one region:
 
 The rule, in order, the same for every claim (qualitative ones included: a rate of 0 or 1 is a
 rate with its exact binomial interval, judged like any other value):
-1. no value (no runs): **not run**;
+1. no value from no runs: **not run** (runs that give no value, such as a ratio of two arms that
+   are both censored, go on to the rules below: a result, judged like any other);
 2. a band that holds the null: **untestable at this tolerance** (no data can tell the paper's
    size from no effect);
 3. fewer runs than the measure's interval needs (an order-statistic median below 6 runs, a
@@ -119,7 +120,7 @@ def verdict_of(paper: float, value: float, ci: tuple[float, float], *, null: flo
     """The verdict (the module docstring's rule). `band` replaces the tolerance band (a claim
     stated as a range); `n_needed` > `n`: the measure's interval needs more runs than it had;
     `rate_n` > 0: `ci` is an exact binomial interval over that many units."""
-    if not math.isfinite(paper) or math.isnan(value):
+    if not math.isfinite(paper) or (math.isnan(value) and n == 0):
         return NOT_RUN
     b = band_of(paper, log=log, tol=tol, band=band)
     if untestable(b, null):

@@ -78,6 +78,13 @@ def test_the_rule_has_no_side_door():
                         n_needed=6) == L.TOO_FEW
     # and a ratio of two medians needs 7 runs per arm
     assert intervals.RATIO_MIN_N == 7
+    # runs that give no value (both arms censored: no ratio of medians) are a result, not
+    # "not run": with an interval that meets every region, inconclusive; with none, not run
+    assert L.verdict_of(20.0, math.nan, (0.0, math.inf), null=1.0, log=True, tol=0.25, n=7,
+                        n_needed=7) == L.INCONCLUSIVE
+    assert L.verdict_of(20.0, math.nan, (0.0, math.inf), null=1.0, log=True, tol=0.25, n=3,
+                        n_needed=7) == L.TOO_FEW
+    assert L.verdict_of(20.0, math.nan, L.NAN2, null=1.0, log=True, tol=0.25) == L.NOT_RUN
 
 
 def test_order_statistic_intervals():
