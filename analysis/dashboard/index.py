@@ -219,17 +219,9 @@ class SweepIndex:
     def _run_codes(self, col: pa.ChunkedArray) -> np.ndarray:
         """A run code (int32) per config_hash cell: one lookup per distinct hash, not per row
         (a missing hash is coded as the text 'None', as the frame's strings would read it)."""
-        out = np.zeros(len(col), np.int32)
-        at = 0
-        for chunk in col.chunks:
-            if not pa.types.is_dictionary(chunk.type):
-                chunk = chunk.dictionary_encode()
-            words = [str(x) for x in chunk.dictionary.to_pylist()] + ["None"]
-            lut = np.array([self._code(h) for h in words], np.int32)
-            idx = pc.fill_null(chunk.indices, len(words) - 1).to_numpy(zero_copy_only=False)
-            out[at:at + len(chunk)] = lut[idx]
-            at += len(chunk)
-        return out
+        with self.lock:
+            return _per_value(col, lambda words: [self._code(str(h)) for h in [*words, None]],
+                              np.int32)
 
     def _merge(self, sub: str, drop: list[int], tables: list[pa.Table]) -> None:
         """The trials without the files `drop`, with the `tables` added (kept per file: a
@@ -308,18 +300,7 @@ class SweepIndex:
         work is done per row."""
         if wanted is not None:
             t = t.filter(_rows_in(t.column("config_hash"), wanted))
-        cfg = np.zeros(t.num_rows, np.int32)
-        at = 0
-        with self.lock:
-            for chunk in t.column("config_hash").chunks:
-                if not pa.types.is_dictionary(chunk.type):
-                    chunk = chunk.dictionary_encode()
-                words = chunk.dictionary.to_pylist()
-                if words:
-                    cfg[at:at + len(chunk)] = np.array([self._code(x) for x in words],
-                                                       np.int32)[chunk.indices.to_numpy(
-                                                           zero_copy_only=False)]
-                at += len(chunk)
+        cfg = self._run_codes(t.column("config_hash"))
         df = t.select([f.name for f in t.schema if f.name not in _CURVE_STRINGS and
                        _numeric(f)]).to_pandas()
         for c in ("seed", "step"):  # int32: half the memory of a view over every run
@@ -523,12 +504,23 @@ def _pandas(t: pa.Table) -> pd.DataFrame:
 
 def _objects(col: pa.ChunkedArray) -> np.ndarray:
     """A dictionary column's cells as an object array (None where missing)."""
-    out = np.empty(len(col), object)
+    return _per_value(col, lambda words: [*words, None], object)
+
+
+def _per_value(col: pa.ChunkedArray, lut_of, dtype) -> np.ndarray:
+    """Each cell of a (dictionary) string column mapped through `lut_of`, which is given a
+    chunk's distinct values (its dictionary, as a list) and returns a result per value and,
+    last, one for a missing cell; spread over the rows by the dictionary's indices (Python
+    work per distinct value, none per row)."""
+    out = np.empty(len(col), dtype)
     at = 0
     for chunk in col.chunks:
-        words = np.array([*chunk.dictionary.to_pylist(), None], object)
-        idx = pc.fill_null(chunk.indices, len(words) - 1).to_numpy(zero_copy_only=False)
-        out[at:at + len(chunk)] = words[idx]
+        if not pa.types.is_dictionary(chunk.type):
+            chunk = chunk.dictionary_encode()
+        lut = np.empty(len(chunk.dictionary) + 1, dtype)
+        lut[:] = lut_of(chunk.dictionary.to_pylist())
+        idx = pc.fill_null(chunk.indices, len(lut) - 1).to_numpy(zero_copy_only=False)
+        out[at:at + len(chunk)] = lut[idx]
         at += len(chunk)
     return out
 
@@ -577,16 +569,11 @@ def _distinct(col: pa.ChunkedArray) -> int:
         return col.to_pandas().astype(str).nunique()  # cells that do not hash (lists)
 
 
-def _rows_in(col: pa.ChunkedArray, wanted: set[str]) -> pa.ChunkedArray:
+def _rows_in(col: pa.ChunkedArray, wanted: set[str]) -> pa.Array:
     """Which cells of a string column hold one of `wanted`: each chunk's distinct values
     looked up once (its dictionary), then spread over its rows."""
-    out = []
-    for chunk in col.chunks:
-        if not pa.types.is_dictionary(chunk.type):
-            chunk = chunk.dictionary_encode()
-        hit = pa.array([x in wanted for x in chunk.dictionary.to_pylist()], pa.bool_())
-        out.append(pc.fill_null(pc.take(hit, chunk.indices), False))
-    return pa.chunked_array(out, pa.bool_())
+    return pa.array(_per_value(col, lambda words: [x in wanted for x in words] + [False],
+                               np.bool_))
 
 
 def _numeric(f: pa.Field) -> bool:
